@@ -1,0 +1,1 @@
+"""The gate suites (pytest). Installed as the package `harness.gates`."""

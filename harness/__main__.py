@@ -1,0 +1,5 @@
+"""`python -m harness` is `gate`."""
+
+from harness.cli import main
+
+main()

@@ -1,0 +1,45 @@
+"""Gate order within a campaign: G1 -> G2 -> G3 -> G4, and what a gate needs before it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.errors import PrerequisiteError
+from harness.store import Store
+from harness.store import runs as store_runs
+from harness.store.schema import RunRow
+from harness.verdict import GATES
+
+
+@dataclass(frozen=True)
+class GateState:
+    gate: str
+    run: RunRow | None  # latest non-partial finished-or-aborted gate run
+    verdict: str  # effective verdict, or "not run"
+    latest_any: RunRow | None  # latest run of any kind (partial / running included)
+
+
+def gate_states(store: Store, campaign: str) -> list[GateState]:
+    states = []
+    for gate in GATES:
+        history = store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
+        counted = [r for r in history if not r.partial and r.status != "RUNNING"]
+        latest = counted[-1] if counted else None
+        verdict = store_runs.effective_verdict(store, latest) if latest else "not run"
+        states.append(GateState(gate, latest, verdict, history[-1] if history else None))
+    return states
+
+
+def check_prerequisites(store: Store, campaign: str, gate: str) -> None:
+    """Refuse (exit 4) unless every earlier gate's latest non-partial run is PASS."""
+    earlier = GATES[: GATES.index(gate)]
+    states = {s.gate: s for s in gate_states(store, campaign)}
+    for g in earlier:
+        state = states[g]
+        if state.verdict != "PASS":
+            found = (f"its latest run {state.run.id} is {state.verdict}" if state.run
+                     else "it has not run (partial runs do not count)")
+            raise PrerequisiteError(
+                f"{gate} needs {g} passed first, and {found}",
+                hint=f"run `gate run {g}` first, or `gate run {gate} --force` (recorded as FORCED)",
+            )

@@ -1,0 +1,24 @@
+"""`gate db upgrade`: apply store migrations (also done whenever the store is opened)."""
+
+from __future__ import annotations
+
+import click
+
+from harness.cli.common import db_option
+
+
+@click.group()
+def db() -> None:
+    """Store maintenance."""
+
+
+@db.command()
+@db_option
+def upgrade(db_url: str | None) -> None:
+    """Apply pending migrations; refuse a store written by a newer harness."""
+    from harness.store import Store
+    from harness.store.db import current_revision, known_revisions
+
+    store = Store(db_url)
+    _, head = known_revisions()
+    click.echo(f"{store.url}: schema {current_revision(store.engine)} (head {head})")

@@ -1,0 +1,204 @@
+"""`gate status`, `gate runs list|show|abort`, `gate signoff`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import click
+
+from harness.cli.common import config_option, db_option, emit_json, json_option, stdout_console
+from harness.cli.context import campaign_name, open_store
+
+COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta",
+           "RUNNING": "cyan"}
+
+
+def _when(t: float | None) -> str:
+    return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else ""
+
+
+def _campaign_or_fail(config_path: str, explicit: str | None, store: Any) -> str:
+    from harness.errors import UsageError
+    from harness.store import runs as store_runs
+
+    name = campaign_name(config_path, explicit)
+    if name:
+        return name
+    names = store_runs.campaign_names(store)
+    if len(names) == 1:
+        return names[0]
+    raise UsageError("which campaign?", hint="pass --campaign NAME or -c gate.yaml"
+                     + (f"; campaigns in the store: {', '.join(names)}" if names else ""))
+
+
+def _run_dict(store: Any, row: Any) -> dict[str, Any]:
+    from harness.store import runs as store_runs
+
+    return {
+        "id": row.id, "kind": row.kind, "gate": row.gate, "status": row.status,
+        "verdict": row.verdict, "effective_verdict": store_runs.effective_verdict(store, row),
+        "reason": row.reason, "partial": row.partial, "checks_selected": row.checks_selected,
+        "checks_total": row.checks_total, "forced": row.forced, "simulated": row.simulated,
+        "needs_signoff": row.needs_signoff, "trigger": row.trigger, "operator": row.operator,
+        "started_at": row.started_at, "finished_at": row.finished_at,
+        "harness_version": row.harness_version, "config_hash": row.config_hash,
+    }
+
+
+def _marks(d: dict[str, Any]) -> str:
+    marks = [m for m, on in (("FORCED", d["forced"]), ("SIMULATED", d["simulated"]),
+                             ("PARTIAL", d["partial"])) if on]
+    if d["needs_signoff"] and d["effective_verdict"] == "PASS":
+        marks.append("signed")
+    elif d["needs_signoff"]:
+        marks.append("needs sign-off")
+    return ", ".join(marks)
+
+
+@click.command()
+@config_option
+@db_option
+@click.option("--campaign", "campaign", default=None, help="Campaign name (default: the config's).")
+@json_option
+def status(config_path: str, db_url: str | None, campaign: str | None, as_json: bool) -> None:
+    """Each gate's latest verdict, date and marks for the campaign."""
+    from rich.table import Table
+
+    from harness.campaign import gate_states
+    from harness.verdict import GATE_NAMES
+
+    store = open_store(db_url)
+    name = _campaign_or_fail(config_path, campaign, store)
+    states = gate_states(store, name)
+    rows: list[dict[str, object]] = []
+    for st in states:
+        d = _run_dict(store, st.run) if st.run else None
+        rows.append({"gate": st.gate, "name": GATE_NAMES[st.gate], "verdict": st.verdict,
+                     "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
+                     "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
+                     "running": bool(st.latest_any and st.latest_any.status == "RUNNING")})
+    if as_json:
+        emit_json({"campaign": name, "gates": rows})
+        return
+    table = Table(title=f"campaign {name}")
+    for col in ("gate", "", "verdict", "run", "date", "marks"):
+        table.add_column(col)
+    for r in rows:
+        verdict = str(r["verdict"])
+        marks = str(r["marks"]) + (" (a run is in progress)" if r["running"] else "")
+        date = r["date"]
+        table.add_row(str(r["gate"]), str(r["name"]),
+                      f"[{COLOURS.get(verdict, 'white')}]{verdict}[/]", str(r["run"] or ""),
+                      _when(date if isinstance(date, float) else None), marks)
+    stdout_console().print(table)
+
+
+@click.group()
+def runs() -> None:
+    """Run history, one run's checks, and aborting a stale run."""
+
+
+@runs.command("list")
+@db_option
+@click.option("--campaign", default=None)
+@click.option("--gate", default=None, type=click.Choice(["G1", "G2", "G3", "G4"]))
+@json_option
+def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_json: bool) -> None:
+    """Every run, oldest first."""
+    from rich.table import Table
+
+    from harness.store import runs as store_runs
+
+    store = open_store(db_url)
+    rows = [_run_dict(store, r) for r in store_runs.runs(store, campaign=campaign, gate=gate)]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table()
+    for col in ("run", "kind", "gate", "status", "verdict", "started", "marks", "reason"):
+        table.add_column(col)
+    for d in rows:
+        v = d["effective_verdict"] or ""
+        table.add_row(str(d["id"]), d["kind"], d["gate"] or "", d["status"],
+                      f"[{COLOURS.get(v, 'white')}]{v}[/]", _when(d["started_at"]), _marks(d),
+                      (d["reason"] or "")[:60])
+    stdout_console().print(table)
+
+
+@runs.command("show")
+@click.argument("run_id", type=int)
+@db_option
+@json_option
+def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
+    """One run: its row, checks, sign-offs."""
+    from rich.table import Table
+
+    from harness.store import runs as store_runs
+
+    store = open_store(db_url)
+    d = _run_dict(store, store_runs.get_run(store, run_id))
+    d["checks"] = [
+        {"nodeid": c.nodeid, "name": c.name, "host": c.host, "outcome": c.outcome,
+         "message": c.message, "expected": c.expected, "measured": c.measured,
+         "stage": c.stage, "duration": c.duration}
+        for c in store_runs.checks(store, run_id)
+    ]
+    d["signoffs"] = [{"role": s.role, "name": s.name, "note": s.note, "at": s.at}
+                     for s in store_runs.signoffs(store, run_id)]
+    if as_json:
+        emit_json(d)
+        return
+    console = stdout_console()
+    marks = _marks(d)
+    console.print(f"run {d['id']} {d['kind']} {d['gate'] or ''}: {d['effective_verdict']}"
+                  + (f" ({marks})" if marks else "") + (f" - {d['reason']}" if d["reason"] else ""),
+                  highlight=False, markup=False)
+    table = Table()
+    for col in ("check", "host", "outcome", "expected", "measured", "message"):
+        table.add_column(col)
+    for c in d["checks"]:
+        colour = COLOURS.get(c["outcome"], "white")
+        table.add_row(c["name"], c["host"] or "", f"[{colour}]{c['outcome']}[/]", c["expected"],
+                      c["measured"], (c["message"] or "")[:80])
+    console.print(table)
+    for s in d["signoffs"]:
+        console.print(f"signed by {s['name']} ({s['role']}) {_when(s['at'])}: {s['note']}",
+                      markup=False)
+
+
+@runs.command("abort")
+@click.argument("run_id", type=int)
+@db_option
+@click.option("--force", is_flag=True, help="Abort although the heartbeat is fresh (another host).")
+def runs_abort(run_id: int, db_url: str | None, force: bool) -> None:
+    """End a RUNNING run whose process is gone as ABORTED (its results are kept)."""
+    from harness.store import runs as store_runs
+
+    store = open_store(db_url)
+    store_runs.abort_run(store, run_id, force=force)
+    click.echo(f"run {run_id} ABORTED; its lock is cleared and its results kept")
+
+
+@click.command()
+@click.argument("run_id", type=int)
+@click.option("--by", "name", required=True, help="Who signs.")
+@click.option("--role", type=click.Choice(["reviewer", "vendor", "customer"]), default="reviewer",
+              show_default=True)
+@click.option("--note", required=True, help="Why (printed on the report).")
+@db_option
+def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) -> None:
+    """Record a sign-off. A reviewer's sign-off accepts a G3 result above the expected
+    band (INCONCLUSIVE 'above band: needs sign-off' becomes PASS, signed)."""
+    from harness.errors import UsageError
+    from harness.store import runs as store_runs
+
+    if not name.strip() or not note.strip():
+        raise UsageError("--by and --note must not be empty")
+    store = open_store(db_url)
+    run = store_runs.get_run(store, run_id)
+    if run.status == "RUNNING":
+        raise UsageError(f"run {run_id} is still running; sign it off when it has finished")
+    store_runs.add_signoff(store, run_id, role=role, name=name.strip(), note=note.strip())
+    verdict = store_runs.effective_verdict(store, store_runs.get_run(store, run_id))
+    click.echo(f"run {run_id}: signed by {name} ({role}); counts as {verdict}")

@@ -1,0 +1,228 @@
+"""The site config (gate.yaml) as frozen pydantic models.
+
+Arms, layouts, model and workload sit at the top level because every gate, the simulator
+and the planner share them; per-gate settings live under `gates:`. Unknown keys are
+rejected (extra="forbid") so a typo never silently changes a gate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Site(Frozen):
+    name: str = Field(min_length=1)
+    customer: str = ""
+    vendor: str = ""
+    location: str = ""
+
+
+class Campaign(Frozen):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    operator: str = ""
+
+
+class Model(Frozen):
+    name: str = Field(min_length=1)
+    layers: int = Field(default=64, gt=0)
+    kv_heads: int = Field(default=8, gt=0)
+    head_dim: int = Field(default=128, gt=0)
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    max_model_len: int | None = Field(default=None, gt=0)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V for every layer: layers x kv_heads x head_dim x 2 x dtype bytes."""
+        width = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}[self.dtype]
+        return self.layers * self.kv_heads * self.head_dim * 2 * width
+
+
+class PlaybookAction(Frozen):
+    """Run a playbook from playbooks/ (or a path) with extra vars."""
+
+    playbook: str
+    vars: dict[str, Any] = Field(default_factory=dict)
+    limit: str | None = None
+
+
+class CommandAction(Frozen):
+    """Run argv on an inventory host (or `local`); `{layout}`, `{port}` ... are filled in."""
+
+    command: list[str] = Field(min_length=1)
+    host: str = "local"
+    timeout: float = Field(default=600.0, gt=0)
+
+
+Action = PlaybookAction | CommandAction
+
+
+class Arm(Frozen):
+    """One side of the A/B: how to start, stop and cold-restart it."""
+
+    start: Action
+    stop: Action
+    restart: Action | None = None
+    # Per-layout endpoint URLs, when they are not http://<host>:<port> of the layout.
+    endpoints: dict[str, list[str]] = Field(default_factory=dict)
+    health_timeout: float = Field(default=900.0, gt=0)
+
+
+class Arms(Frozen):
+    baseline: Arm
+    accelerated: Arm
+
+
+class Instance(Frozen):
+    host: str = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+    scheme: Literal["http", "https"] = "http"
+
+
+class Layout(Frozen):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._x-]*$")
+    tp: int = Field(gt=0)
+    pp: int = Field(default=1, gt=0)
+    instances: list[Instance] = Field(min_length=1)
+
+
+class Load(Frozen):
+    placement: Literal["local", "client"] = "local"
+    timeout: float = Field(default=1800.0, gt=0, description="per-request timeout, s")
+
+
+class Workload(Frozen):
+    kind: Literal["doc-qa"] = "doc-qa"
+    doc_tokens: int = Field(default=32000, gt=0)
+    question_tokens: int = Field(default=64, ge=0)
+    max_tokens: int = Field(default=128, gt=0)
+    seed: int = 7
+    api: Literal["completions", "chat"] = "completions"
+    docs_per_concurrency: int = Field(default=4, gt=0)
+
+
+class BomItem(Frozen):
+    model: str
+    count: int = Field(default=1, ge=0)
+    min_driver: str | None = None
+    firmware: str | None = None
+
+
+class G1(Frozen):
+    bom: dict[str, BomItem] = Field(default_factory=dict)
+    optional: list[str] = Field(default_factory=list)
+
+
+class G2(Frozen):
+    fio: dict[str, Any] = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    optional: list[str] = Field(default_factory=list)
+
+
+class G3Thresholds(Frozen):
+    ttft_p50_drop: float = Field(default=0.25, gt=0, lt=1)
+    throughput_gain: float = Field(default=0.29, gt=0)
+    band_top: float = Field(default=0.40, gt=0)
+
+    @model_validator(mode="after")
+    def _band_above_gain(self) -> G3Thresholds:
+        if self.band_top <= self.throughput_gain:
+            raise ValueError("band_top must be above throughput_gain")
+        return self
+
+
+class Repetitions(Frozen):
+    min: int = Field(default=3, ge=1)
+    max: int = Field(default=8, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Repetitions:
+        if self.max < self.min:
+            raise ValueError("max must be >= min")
+        return self
+
+
+class Evidence(Frozen):
+    min_external_hit_share: float = Field(default=0.5, ge=0, le=1)
+    storage_sample_interval: float = Field(default=1.0, gt=0)
+    metrics_interval: float = Field(default=5.0, gt=0)
+
+
+class G3(Frozen):
+    tiers: list[int] = Field(default_factory=lambda: [4, 8, 16], min_length=1)
+    layouts: list[str] = Field(default_factory=list, description="empty: every layout")
+    repetitions: Repetitions = Repetitions()
+    drop_caches_on: list[str] = Field(default_factory=lambda: ["gpu", "storage"])
+    thresholds: G3Thresholds = G3Thresholds()
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    bootstrap: int = Field(default=2000, ge=200)
+    seed: int = 20261202
+    phase_timeout: float = Field(default=3600.0, gt=0)
+    gate_budget: float = Field(default=7 * 24 * 3600.0, gt=0)
+    evidence: Evidence = Evidence()
+    optional: list[str] = Field(default_factory=list)
+
+    @field_validator("tiers")
+    @classmethod
+    def _positive(cls, tiers: list[int]) -> list[int]:
+        if any(t <= 0 for t in tiers):
+            raise ValueError("every tier must be a positive concurrency")
+        return tiers
+
+
+class G4(Frozen):
+    duration: str = "72h"
+    concurrency: int = Field(default=16, gt=0)
+    window: str = "60s"
+    criteria: dict[str, float] = Field(default_factory=dict)
+    optional: list[str] = Field(default_factory=list)
+
+
+class Gates(Frozen):
+    g1: G1 = G1()
+    g2: G2 = G2()
+    g3: G3 = G3()
+    g4: G4 = G4()
+
+
+class Report(Frozen):
+    lang: Literal["en", "zh"] = "en"
+    logo: str | None = None
+    format: Literal["pdf", "html", "both"] = "pdf"
+
+
+class SiteConfig(Frozen):
+    site: Site
+    campaign: Campaign
+    inventory: str = "hosts.ini"
+    known_hosts: str = "known_hosts"
+    model: Model
+    arms: Arms | None = None
+    layouts: list[Layout] = Field(default_factory=list)
+    load: Load = Load()
+    workload: Workload = Workload()
+    gates: Gates = Gates()
+    report: Report = Report()
+    simulated: bool = Field(default=False, description="set by `gate demo`; also detected")
+
+    @model_validator(mode="after")
+    def _unique_layouts(self) -> SiteConfig:
+        names = [layout.name for layout in self.layouts]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"layout names must be unique, repeated: {', '.join(dupes)}")
+        unknown = [n for n in self.gates.g3.layouts if n not in names]
+        if unknown:
+            raise ValueError(f"gates.g3.layouts names unknown layouts: {', '.join(unknown)}")
+        return self
+
+    def layout(self, name: str) -> Layout:
+        for layout in self.layouts:
+            if layout.name == name:
+                return layout
+        raise KeyError(name)

@@ -1,0 +1,233 @@
+"""The pytest plugin that turns a gate suite's test outcomes into check rows.
+
+Mapping (DESIGN.md 'Gate semantics'; a wrong STOP-LOSS costs the vendor the deal, a wrong
+PASS costs the customer, so only a real assertion is a failure):
+- call passed                                -> PASS
+- AssertionError / pytest.fail in the call   -> STOP-LOSS (a measured criterion missed)
+- harness.errors.Inconclusive in the call    -> INCONCLUSIVE (NeedsSignoff flags the run)
+- any other exception, or setup / teardown
+  / collection error                         -> ERROR (the harness or the site failed)
+- skipped: SKIPPED if the config marks the check optional, else ERROR
+
+Each check is committed to the store the moment it finishes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.config.inventory import HostSpec, Inventory
+from harness.config.loader import LoadedConfig
+from harness.errors import GateError, Inconclusive, NeedsSignoff
+from harness.store import Store
+from harness.store import runs as store_runs
+from harness.verdict import SKIPPED, Verdict
+
+PLUGIN_NAME = "gate-harness"
+
+
+@dataclass
+class CheckRecorder:
+    """What a check expected and measured; a test fills it, the plugin stores it."""
+
+    host: str | None = None
+    expected: str = ""
+    measured: str = ""
+
+    def expect(self, text: object) -> None:
+        self.expected = str(text)
+
+    def measure(self, value: object) -> None:
+        self.measured = str(value)
+
+
+@dataclass
+class GateContext:
+    """Everything a gate suite's fixtures need; handed to the plugin, not global."""
+
+    gate: str
+    run_id: int
+    store: Store
+    loaded: LoadedConfig
+    inventory: Inventory
+    artifact_dir: Path
+    optional: tuple[str, ...] = ()
+    resume_from: int | None = None
+    dry_run: bool = False
+    simulated: bool = False
+    pool: Any = None  # harness.transport.TransportPool, created lazily
+
+    def transport_pool(self) -> Any:
+        if self.pool is None:
+            from harness.transport import TransportPool
+
+            self.pool = TransportPool(self.inventory, known_hosts=self.loaded.known_hosts_path)
+        return self.pool
+
+    def mark_simulated(self) -> None:
+        """Called when a server reports it is simulated (detected, not only configured)."""
+        if not self.simulated:
+            self.simulated = True
+            store_runs.mark_simulated(self.store, self.run_id)
+
+
+@dataclass
+class Tally:
+    outcomes: list[Verdict] = field(default_factory=list)
+    signoff_only: bool = True  # every INCONCLUSIVE so far was a NeedsSignoff
+    reasons: list[str] = field(default_factory=list)
+    collected: int = 0
+    deselected: int = 0
+    interrupted: bool = False
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, GateError):
+        return exc.one_line()
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())[:2000]
+
+
+class GatePlugin:
+    def __init__(self, ctx: GateContext, progress: Any = None) -> None:
+        self.ctx = ctx
+        self.tally = Tally()
+        self.progress = progress
+
+    # -- fixtures -------------------------------------------------------------------------
+    @pytest.fixture(scope="session")
+    def gate(self) -> GateContext:
+        return self.ctx
+
+    @pytest.fixture(scope="session")
+    def site(self) -> Any:
+        return self.ctx.loaded.config
+
+    @pytest.fixture(scope="session")
+    def inventory(self) -> Inventory:
+        return self.ctx.inventory
+
+    @pytest.fixture
+    def check(self, request: pytest.FixtureRequest) -> CheckRecorder:
+        recorder: CheckRecorder = request.node.stash[_RECORDER]
+        return recorder
+
+    @pytest.fixture
+    def host_spec(self, request: pytest.FixtureRequest) -> HostSpec:
+        spec: HostSpec = request.param
+        request.node.stash[_RECORDER].host = spec.name
+        return spec
+
+    @pytest.fixture
+    def host(self, host_spec: HostSpec) -> Iterator[Any]:
+        """A Transport to the parametrized host (see @pytest.mark.hosts(group))."""
+        yield self.ctx.transport_pool().get(host_spec.name)
+
+    # -- collection -----------------------------------------------------------------------
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "hosts(group): run once per host of the group")
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "host_spec" not in metafunc.fixturenames:
+            return
+        marker = metafunc.definition.get_closest_marker("hosts")
+        group = marker.args[0] if marker else "all"
+        specs = (list(self.ctx.inventory.hosts.values()) if group == "all"
+                 else self.ctx.inventory.group(group))
+        metafunc.parametrize("host_spec", specs, ids=[s.name for s in specs], indirect=True)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            item.stash[_RECORDER] = CheckRecorder()
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.tally.deselected += len(items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.tally.collected = len(session.items)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._record(report.nodeid or "collection", "collection", None, Verdict.ERROR,
+                         f"collection failed: {str(report.longrepr)[-1500:]}", "collect", 0.0)
+
+    # -- outcomes -------------------------------------------------------------------------
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        recorder: CheckRecorder = item.stash[_RECORDER]
+        verdict: Verdict | str | None = None
+        message = ""
+        if report.when == "call":
+            if report.passed:
+                verdict = Verdict.PASS
+            elif report.skipped:
+                verdict, message = self._skip(item, report)
+            elif call.excinfo is not None:
+                exc = call.excinfo.value
+                message = _short(exc)
+                if isinstance(exc, Inconclusive):
+                    verdict = Verdict.INCONCLUSIVE
+                    if not isinstance(exc, NeedsSignoff):
+                        self.tally.signoff_only = False
+                elif isinstance(exc, AssertionError | pytest.fail.Exception):
+                    verdict = Verdict.STOP_LOSS
+                else:
+                    verdict = Verdict.ERROR
+                    if not isinstance(exc, GateError):
+                        message = f"{type(exc).__name__}: {message}"
+        elif report.failed:  # setup or teardown error
+            failure = call.excinfo.value if call.excinfo else None
+            verdict = Verdict.ERROR
+            message = f"{report.when} error: " + (_short(failure) if failure else "")
+            if isinstance(failure, Inconclusive):
+                verdict = Verdict.INCONCLUSIVE
+                self.tally.signoff_only = False
+        elif report.when == "setup" and report.skipped:
+            verdict, message = self._skip(item, report)
+        if verdict is None:
+            return
+        name = getattr(item, "originalname", item.name)
+        self._record(item.nodeid, name, recorder.host, verdict, message, report.when,
+                     report.duration, recorder)
+
+    def _skip(self, item: pytest.Item, report: pytest.TestReport) -> tuple[Verdict | str, str]:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if any(opt and (opt in item.nodeid or opt == item.name) for opt in self.ctx.optional):
+            return SKIPPED, f"optional, skipped: {reason}"
+        return Verdict.ERROR, f"skipped but not optional in the config: {reason}"
+
+    def _record(self, nodeid: str, name: str, host: str | None, verdict: Verdict | str,
+                message: str, stage: str, duration: float,
+                recorder: CheckRecorder | None = None) -> None:
+        if isinstance(verdict, Verdict):
+            self.tally.outcomes.append(verdict)
+            if verdict is not Verdict.PASS and message:
+                self.tally.reasons.append(f"{name}{f' [{host}]' if host else ''}: {message}")
+        store_runs.record_check(
+            self.ctx.store, self.ctx.run_id, nodeid=nodeid, name=name, host=host,
+            outcome=verdict.value if isinstance(verdict, Verdict) else verdict, message=message,
+            expected=recorder.expected if recorder else "",
+            measured=recorder.measured if recorder else "", stage=stage, duration=duration,
+        )
+        if self.progress is not None:
+            self.progress(name, host, verdict, message)
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.tally.interrupted = True
+
+
+_RECORDER = pytest.StashKey[CheckRecorder]()
+
+
+def now() -> float:
+    return time.time()

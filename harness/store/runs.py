@@ -1,0 +1,310 @@
+"""Campaigns, runs, checks, locks, sign-offs, facts, events, artifacts.
+
+Append-only between runs: nothing here updates another run's results. A check is
+committed the moment it finishes so a killed `gate` keeps everything measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+
+from harness.errors import LockError, UsageError
+from harness.store.db import Store
+from harness.store.schema import (
+    ArtifactRow,
+    CampaignRow,
+    CheckRow,
+    EventRow,
+    HostFactRow,
+    RunLockRow,
+    RunRow,
+    SignoffRow,
+    SiteRow,
+)
+from harness.verdict import effective
+
+STALE_AFTER = 120.0  # seconds without a heartbeat before a lock may be cleared
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a run is started with; everything here is stored on the run row."""
+
+    campaign: str
+    site: str
+    customer: str
+    kind: str
+    gate: str | None = None
+    forced: bool = False
+    trigger: str = "manual"
+    simulated: bool = False
+    config_hash: str = ""
+    config_json: dict[str, Any] | None = None
+    operator: str = ""
+    hosts: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    artifact_dir: str = ""
+
+
+def _now() -> float:
+    return time.time()
+
+
+def ensure_campaign(store: Store, campaign: str, site: str, customer: str = "") -> int:
+    with store.session() as s:
+        row = s.scalar(select(CampaignRow).where(CampaignRow.name == campaign))
+        if row is not None:
+            return row.id
+        site_row = s.scalar(select(SiteRow).where(SiteRow.name == site))
+        if site_row is None:
+            site_row = SiteRow(name=site, customer=customer, created_at=_now())
+            s.add(site_row)
+            s.flush()
+        row = CampaignRow(site_id=site_row.id, name=campaign, created_at=_now())
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def campaign_id(store: Store, campaign: str) -> int | None:
+    with store.session() as s:
+        row = s.scalar(select(CampaignRow).where(CampaignRow.name == campaign))
+        return row.id if row else None
+
+
+def start_run(store: Store, new: NewRun) -> int:
+    cid = ensure_campaign(store, new.campaign, new.site, new.customer)
+    now = _now()
+    with store.session() as s:
+        row = _run_row(cid, new, now)
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def _run_row(cid: int, new: NewRun, now: float) -> RunRow:
+    return RunRow(
+        campaign_id=cid, kind=new.kind, gate=new.gate, status="RUNNING", forced=new.forced,
+        trigger=new.trigger, simulated=new.simulated, config_hash=new.config_hash,
+        config_json=new.config_json or {}, operator=new.operator, hosts=list(new.hosts),
+        args=list(new.args), pid=os.getpid(), hostname=socket.gethostname(),
+        artifact_dir=new.artifact_dir, started_at=now, heartbeat_at=now,
+        harness_version=_version(),
+    )
+
+
+def _version() -> str:
+    from harness import __version__
+
+    return __version__
+
+
+def start_gate_run(store: Store, new: NewRun) -> int:
+    """Create the run row and take the campaign lock in one transaction, so a refused
+    second `gate run` leaves no half-made run behind."""
+    cid = ensure_campaign(store, new.campaign, new.site, new.customer)
+    now = _now()
+    try:
+        with store.session() as s:
+            row = _run_row(cid, new, now)
+            s.add(row)
+            s.flush()
+            s.add(RunLockRow(campaign_id=cid, run_id=row.id, pid=os.getpid(),
+                             hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
+            s.flush()
+            return row.id
+    except IntegrityError:
+        _refuse(store, cid)
+        raise
+
+
+def _refuse(store: Store, campaign: int) -> None:
+    holder = lock_holder(store, campaign)
+    held = f"run {holder.run_id} (pid {holder.pid} on {holder.hostname})" if holder else "a run"
+    raise LockError(
+        f"campaign is busy: {held} is running",
+        hint=f"wait for it, or if its process is gone: gate runs abort "
+             f"{holder.run_id if holder else 'RUN'}",
+    ) from None
+
+
+def acquire_lock(store: Store, campaign: int, run_id: int) -> None:
+    """Take the campaign's gate lock or refuse, naming the run that holds it."""
+    now = _now()
+    try:
+        with store.session() as s:
+            s.add(RunLockRow(campaign_id=campaign, run_id=run_id, pid=os.getpid(),
+                             hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
+    except IntegrityError:
+        _refuse(store, campaign)
+
+
+def lock_holder(store: Store, campaign: int) -> RunLockRow | None:
+    with store.session() as s:
+        return s.get(RunLockRow, campaign)
+
+
+def heartbeat(store: Store, run_id: int) -> None:
+    now = _now()
+    with store.session() as s:
+        s.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=now))
+        s.execute(update(RunLockRow).where(RunLockRow.run_id == run_id).values(heartbeat_at=now))
+
+
+def release_lock(store: Store, run_id: int) -> None:
+    with store.session() as s:
+        s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
+
+
+def finish_run(store: Store, run_id: int, *, verdict: str, reason: str, status: str = "FINISHED",
+               partial: bool = False, selected: int = 0, total: int = 0,
+               needs_signoff: bool = False, simulated: bool | None = None) -> None:
+    values: dict[str, Any] = dict(
+        status=status, verdict=verdict, reason=reason, partial=partial, checks_selected=selected,
+        checks_total=total, needs_signoff=needs_signoff, finished_at=_now(),
+    )
+    if simulated is not None:
+        values["simulated"] = simulated
+    with store.session() as s:
+        s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+        s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
+
+
+def mark_simulated(store: Store, run_id: int) -> None:
+    with store.session() as s:
+        s.execute(update(RunRow).where(RunRow.id == run_id).values(simulated=True))
+
+
+def process_alive(pid: int, hostname: str) -> bool | None:
+    """True / False on this host; None when the run lives on another host."""
+    if hostname != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def abort_run(store: Store, run_id: int, *, force: bool = False) -> str:
+    """End a RUNNING run as ABORTED (results kept) if its process is gone."""
+    run = get_run(store, run_id)
+    if run.status != "RUNNING":
+        raise UsageError(f"run {run_id} is {run.status}, not RUNNING")
+    alive = process_alive(run.pid or -1, run.hostname)
+    stale = (_now() - (run.heartbeat_at or 0)) > STALE_AFTER
+    if alive and not force:
+        raise UsageError(f"run {run_id} is still running (pid {run.pid})",
+                         hint="stop that process first (Ctrl-C / kill)")
+    if alive is None and not stale and not force:
+        raise UsageError(f"run {run_id} runs on {run.hostname} and its heartbeat is fresh",
+                         hint="abort it there, or pass --force")
+    finish_run(store, run_id, verdict="ERROR", reason="aborted: process gone", status="ABORTED",
+               partial=run.partial, selected=run.checks_selected, total=run.checks_total)
+    return "aborted"
+
+
+def get_run(store: Store, run_id: int) -> RunRow:
+    with store.session() as s:
+        row = s.get(RunRow, run_id)
+        if row is None:
+            raise UsageError(f"no run {run_id} in {store.url}", hint="see `gate runs list`")
+        return row
+
+
+def record_check(store: Store, run_id: int, *, nodeid: str, name: str, host: str | None,
+                 outcome: str, message: str = "", expected: str = "", measured: str = "",
+                 stage: str = "call", duration: float = 0.0) -> None:
+    with store.session() as s:
+        s.add(CheckRow(run_id=run_id, nodeid=nodeid, name=name, host=host, outcome=outcome,
+                       message=message[:20000], expected=expected, measured=measured,
+                       stage=stage, duration=duration, finished_at=_now()))
+
+
+def checks(store: Store, run_id: int) -> list[CheckRow]:
+    with store.session() as s:
+        return list(s.scalars(select(CheckRow).where(CheckRow.run_id == run_id)
+                              .order_by(CheckRow.id)))
+
+
+def runs(store: Store, campaign: str | None = None, gate: str | None = None,
+         kind: str | None = None) -> list[RunRow]:
+    with store.session() as s:
+        q = select(RunRow).order_by(RunRow.id)
+        if campaign is not None:
+            q = q.join(CampaignRow).where(CampaignRow.name == campaign)
+        if gate is not None:
+            q = q.where(RunRow.gate == gate)
+        if kind is not None:
+            q = q.where(RunRow.kind == kind)
+        return list(s.scalars(q))
+
+
+def campaign_names(store: Store) -> list[str]:
+    with store.session() as s:
+        return list(s.scalars(select(CampaignRow.name).order_by(CampaignRow.id)))
+
+
+def add_signoff(store: Store, run_id: int, *, role: str, name: str, note: str) -> None:
+    get_run(store, run_id)
+    with store.session() as s:
+        s.add(SignoffRow(run_id=run_id, role=role, name=name, note=note, at=_now()))
+
+
+def signoffs(store: Store, run_id: int) -> list[SignoffRow]:
+    with store.session() as s:
+        return list(s.scalars(select(SignoffRow).where(SignoffRow.run_id == run_id)
+                              .order_by(SignoffRow.id)))
+
+
+def effective_verdict(store: Store, run: RunRow) -> str:
+    signed = any(x.role == "reviewer" for x in signoffs(store, run.id))
+    return effective(run.verdict, run.needs_signoff, signed, run.status)
+
+
+def add_event(store: Store, run_id: int, *, source: str, name: str, host: str | None,
+              status: str, message: str = "", duration: float = 0.0) -> None:
+    with store.session() as s:
+        s.add(EventRow(run_id=run_id, source=source, name=name, host=host, status=status,
+                       message=message[:20000], duration=duration, at=_now()))
+
+
+def add_host_fact(store: Store, run_id: int, *, host: str, key: str, value: Any,
+                  simulated: bool = False) -> None:
+    with store.session() as s:
+        s.add(HostFactRow(run_id=run_id, host=host, key=key, value=value, simulated=simulated))
+
+
+def add_artifact(store: Store, run_id: int, path: Path, *, kind: str = "",
+                 host: str | None = None) -> str:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with store.session() as s:
+        s.add(ArtifactRow(run_id=run_id, path=str(path), sha256=digest, size=path.stat().st_size,
+                          kind=kind, host=host, at=_now()))
+    return digest
+
+
+def reopen_run(store: Store, run_id: int) -> None:
+    """`gate resume`: an ABORTED run goes back to RUNNING under a fresh lock; its results stay."""
+    run = get_run(store, run_id)
+    now = _now()
+    try:
+        with store.session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(
+                status="RUNNING", verdict=None, finished_at=None, pid=os.getpid(),
+                hostname=socket.gethostname(), heartbeat_at=now))
+            s.add(RunLockRow(campaign_id=run.campaign_id, run_id=run_id, pid=os.getpid(),
+                             hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
+    except IntegrityError:
+        _refuse(store, run.campaign_id)

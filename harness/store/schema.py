@@ -1,0 +1,233 @@
+"""The store's tables as SQLAlchemy 2 typed ORM classes.
+
+Times are UTC epoch seconds (float) so SQLite and PostgreSQL agree and pandas reads them
+without a timezone dance. Request rows are written with Core bulk inserts (see
+`harness.store.writer`), never as ORM objects: a G4 run holds millions of them.
+Each table is created by a migration in migrations/versions; change both together.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class SiteRow(Base):
+    __tablename__ = "site"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    customer: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class CampaignRow(Base):
+    __tablename__ = "campaign"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("site.id"))
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class RunRow(Base):
+    __tablename__ = "run"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # gate | bench | import
+    gate: Mapped[str | None] = mapped_column(String(4), index=True)
+    status: Mapped[str] = mapped_column(String(16))  # RUNNING | FINISHED | ABORTED
+    verdict: Mapped[str | None] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    partial: Mapped[bool] = mapped_column(Boolean, default=False)
+    checks_selected: Mapped[int] = mapped_column(Integer, default=0)
+    checks_total: Mapped[int] = mapped_column(Integer, default=0)
+    forced: Mapped[bool] = mapped_column(Boolean, default=False)
+    needs_signoff: Mapped[bool] = mapped_column(Boolean, default=False)
+    trigger: Mapped[str] = mapped_column(String(16), default="manual")
+    simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    config_hash: Mapped[str] = mapped_column(String(64), default="")
+    config_json: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    harness_version: Mapped[str] = mapped_column(String(32), default="")
+    operator: Mapped[str] = mapped_column(String(200), default="")
+    hosts: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    args: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    hostname: Mapped[str] = mapped_column(String(200), default="")
+    artifact_dir: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[float] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    heartbeat_at: Mapped[float | None] = mapped_column(Float)
+
+
+class RunLockRow(Base):
+    """One row per campaign while a gate run holds it; the primary key is the lock."""
+
+    __tablename__ = "run_lock"
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"))
+    pid: Mapped[int] = mapped_column(Integer)
+    hostname: Mapped[str] = mapped_column(String(200))
+    acquired_at: Mapped[float] = mapped_column(Float)
+    heartbeat_at: Mapped[float] = mapped_column(Float)
+
+
+class CheckRow(Base):
+    __tablename__ = "check"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    nodeid: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(Text, default="")
+    host: Mapped[str | None] = mapped_column(String(200))
+    outcome: Mapped[str] = mapped_column(String(16))  # PASS STOP-LOSS INCONCLUSIVE ERROR SKIPPED
+    message: Mapped[str] = mapped_column(Text, default="")
+    expected: Mapped[str] = mapped_column(Text, default="")
+    measured: Mapped[str] = mapped_column(Text, default="")
+    stage: Mapped[str] = mapped_column(String(64), default="call")
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+    finished_at: Mapped[float] = mapped_column(Float)
+
+
+class HostFactRow(Base):
+    __tablename__ = "host_fact"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    host: Mapped[str] = mapped_column(String(200))
+    key: Mapped[str] = mapped_column(String(200))
+    value: Mapped[Any] = mapped_column(JSON)
+    simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class EventRow(Base):
+    __tablename__ = "event"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    source: Mapped[str] = mapped_column(String(32))  # ansible | action | harness
+    name: Mapped[str] = mapped_column(Text)  # playbook / task / step
+    host: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))  # ok changed failed unreachable skipped
+    message: Mapped[str] = mapped_column(Text, default="")
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+    at: Mapped[float] = mapped_column(Float)
+
+
+class SignoffRow(Base):
+    __tablename__ = "signoff"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    role: Mapped[str] = mapped_column(String(16))  # vendor | customer | reviewer
+    name: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[float] = mapped_column(Float)
+
+
+class ArtifactRow(Base):
+    __tablename__ = "artifact"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(64), default="")
+    host: Mapped[str | None] = mapped_column(String(200))
+    at: Mapped[float] = mapped_column(Float)
+
+
+class BenchmarkRow(Base):
+    """One load phase: arm x layout x tier x repetition x phase."""
+
+    __tablename__ = "benchmark"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    arm: Mapped[str] = mapped_column(String(32), default="")
+    layout: Mapped[str] = mapped_column(String(64), default="")
+    tier: Mapped[int] = mapped_column(Integer, default=0)
+    repetition: Mapped[int] = mapped_column(Integer, default=0)
+    phase: Mapped[str] = mapped_column(String(16), default="measured")
+    driver: Mapped[str] = mapped_column(String(32), default="gate")
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="RUNNING")
+    started_at: Mapped[float] = mapped_column(Float)
+    duration: Mapped[float | None] = mapped_column(Float)
+
+
+class RequestRow(Base):
+    """One request. Offsets are seconds from the benchmark's start (monotonic clock)."""
+
+    __tablename__ = "request"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id"), index=True)
+    idx: Mapped[int] = mapped_column(Integer)
+    instance: Mapped[int] = mapped_column(Integer, default=0)
+    warmup: Mapped[bool] = mapped_column(Boolean, default=False)
+    scheduled: Mapped[float] = mapped_column(Float)
+    sent: Mapped[float | None] = mapped_column(Float)
+    ttft: Mapped[float | None] = mapped_column(Float)  # first chunk with choices (vLLM)
+    ttft_text: Mapped[float | None] = mapped_column(Float)  # first chunk with text
+    e2el: Mapped[float | None] = mapped_column(Float)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    usage_reported: Mapped[bool] = mapped_column(Boolean, default=True)
+    status: Mapped[int | None] = mapped_column(Integer)
+    error_kind: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    chunks: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32 chunk offsets
+
+
+class SeriesRow(Base):
+    """Time series samples: /metrics scrapes, diskstats bandwidth, GPU utilisation."""
+
+    __tablename__ = "series"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    benchmark_id: Mapped[int | None] = mapped_column(ForeignKey("benchmark.id"), index=True)
+    source: Mapped[str] = mapped_column(String(200))  # endpoint URL or host
+    metric: Mapped[str] = mapped_column(String(200))
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    at: Mapped[float] = mapped_column(Float)
+    value: Mapped[float] = mapped_column(Float)
+
+
+class CellRow(Base):
+    """G3: one layout x tier decision with its estimates and intervals."""
+
+    __tablename__ = "cell"
+    __table_args__ = (UniqueConstraint("run_id", "layout", "tier"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    layout: Mapped[str] = mapped_column(String(64))
+    tier: Mapped[int] = mapped_column(Integer)
+    verdict: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    repetitions: Mapped[int] = mapped_column(Integer, default=0)
+    n_baseline: Mapped[int] = mapped_column(Integer, default=0)
+    n_accelerated: Mapped[int] = mapped_column(Integer, default=0)
+    ttft_p50_baseline: Mapped[float | None] = mapped_column(Float)
+    ttft_p50_accelerated: Mapped[float | None] = mapped_column(Float)
+    drop: Mapped[float | None] = mapped_column(Float)
+    drop_lo: Mapped[float | None] = mapped_column(Float)
+    drop_hi: Mapped[float | None] = mapped_column(Float)
+    thr_baseline: Mapped[float | None] = mapped_column(Float)
+    thr_accelerated: Mapped[float | None] = mapped_column(Float)
+    gain: Mapped[float | None] = mapped_column(Float)
+    gain_lo: Mapped[float | None] = mapped_column(Float)
+    gain_hi: Mapped[float | None] = mapped_column(Float)
+    confidence: Mapped[float] = mapped_column(Float, default=0.95)
+    rule: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    at: Mapped[float] = mapped_column(Float)

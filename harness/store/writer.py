@@ -1,0 +1,135 @@
+"""Measurement writers: benchmarks, request rows and series samples.
+
+Request rows go in through SQLAlchemy Core `insert()` with executemany in batches, so a
+G4 soak's million rows cost seconds, and a killed process loses at most one batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Table, insert, select, update
+
+from harness.store.db import Store
+from harness.store.schema import BenchmarkRow, CellRow, RequestRow, SeriesRow
+
+REQUEST_COLUMNS = (
+    "idx", "instance", "warmup", "scheduled", "sent", "ttft", "ttft_text", "e2el",
+    "prompt_tokens", "output_tokens", "usage_reported", "status", "error_kind", "error",
+    "chunks",
+)
+
+
+def _table(row: type[Any]) -> Table:
+    table = row.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+def start_benchmark(store: Store, run_id: int, *, arm: str = "", layout: str = "", tier: int = 0,
+                    repetition: int = 0, phase: str = "measured", driver: str = "gate",
+                    params: Mapping[str, Any] | None = None) -> int:
+    with store.session() as s:
+        row = BenchmarkRow(run_id=run_id, arm=arm, layout=layout, tier=tier,
+                           repetition=repetition, phase=phase, driver=driver,
+                           params=dict(params or {}), summary={}, status="RUNNING",
+                           started_at=time.time())
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def finish_benchmark(store: Store, benchmark_id: int, *, status: str, duration: float,
+                     summary: Mapping[str, Any]) -> None:
+    with store.session() as s:
+        s.execute(update(BenchmarkRow).where(BenchmarkRow.id == benchmark_id)
+                  .values(status=status, duration=duration, summary=dict(summary)))
+
+
+def insert_requests(store: Store, benchmark_id: int, rows: Iterable[Mapping[str, Any]],
+                    batch: int = 20000) -> int:
+    """Bulk-insert request dicts (keys from REQUEST_COLUMNS; missing ones take defaults).
+
+    Rows go through the driver's executemany with positional tuples: SQLAlchemy's
+    per-row parameter processing costs ~3x more, and a G4 run stores millions of rows.
+    Each batch is its own transaction, so a killed process loses at most one batch.
+    """
+    columns = ("benchmark_id", *REQUEST_COLUMNS)
+    defaults = {"instance": 0, "warmup": False, "usage_reported": True}
+    n = 0
+    buf: list[tuple[Any, ...]] = []
+    with store.engine.connect() as probe:
+        marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(probe.dialect.paramstyle)
+    names, placeholders = ", ".join(columns), ", ".join([marker or "?"] * len(columns))
+    sql = f"INSERT INTO request ({names}) VALUES ({placeholders})" if marker else None
+
+    def flush() -> None:
+        if not buf:
+            return
+        with store.engine.begin() as conn:
+            if sql is not None:
+                conn.exec_driver_sql(sql, buf)
+            else:  # a driver with named parameters: the portable (slower) Core path
+                conn.execute(insert(_table(RequestRow)), [dict(zip(columns, r)) for r in buf])
+        buf.clear()
+
+    for row in rows:
+        buf.append((benchmark_id, *(row.get(c, defaults.get(c)) for c in REQUEST_COLUMNS)))
+        n += 1
+        if len(buf) >= batch:
+            flush()
+    flush()
+    return n
+
+
+def insert_series(store: Store, run_id: int, samples: Iterable[Mapping[str, Any]],
+                  benchmark_id: int | None = None) -> int:
+    """samples: dicts with source, metric, labels, at, value."""
+    rows = [
+        {"run_id": run_id, "benchmark_id": benchmark_id, "source": s["source"],
+         "metric": s["metric"], "labels": dict(s.get("labels") or {}), "at": s["at"],
+         "value": float(s["value"])}
+        for s in samples
+    ]
+    if rows:
+        with store.engine.begin() as conn:
+            conn.execute(insert(_table(SeriesRow)), rows)
+    return len(rows)
+
+
+def benchmarks(store: Store, run_id: int) -> list[BenchmarkRow]:
+    with store.session() as s:
+        return list(s.scalars(select(BenchmarkRow).where(BenchmarkRow.run_id == run_id)
+                              .order_by(BenchmarkRow.id)))
+
+
+def requests(store: Store, benchmark_id: int) -> list[dict[str, Any]]:
+    with store.engine.connect() as conn:
+        res = conn.execute(select(RequestRow.__table__)
+                           .where(RequestRow.benchmark_id == benchmark_id)
+                           .order_by(RequestRow.idx))
+        return [dict(r._mapping) for r in res]
+
+
+def upsert_cell(store: Store, run_id: int, values: Mapping[str, Any]) -> None:
+    """One decision per (run, layout, tier): a re-decision after more repetitions replaces
+    the previous one within the same run (never another run's)."""
+    with store.session() as s:
+        row = s.scalar(select(CellRow).where(CellRow.run_id == run_id,
+                                             CellRow.layout == values["layout"],
+                                             CellRow.tier == values["tier"]))
+        data = dict(values)
+        data["at"] = time.time()
+        if row is None:
+            s.add(CellRow(run_id=run_id, **data))
+        else:
+            for k, v in data.items():
+                setattr(row, k, v)
+
+
+def cells(store: Store, run_id: int) -> list[CellRow]:
+    with store.session() as s:
+        return list(s.scalars(select(CellRow).where(CellRow.run_id == run_id)
+                              .order_by(CellRow.layout, CellRow.tier)))

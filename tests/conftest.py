@@ -1,0 +1,34 @@
+"""Shared test fixtures: a temp site (config + inventory + store) and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from gate_testing import GATE, MINIMAL_CONFIG, MINIMAL_INVENTORY, GateRunner
+
+
+@pytest.fixture
+def site_dir(tmp_path: Path) -> Path:
+    (tmp_path / "gate.yaml").write_text(MINIMAL_CONFIG)
+    (tmp_path / "hosts.ini").write_text(MINIMAL_INVENTORY)
+    return tmp_path
+
+
+
+@pytest.fixture
+def gate_cli(site_dir: Path) -> GateRunner:
+    """Run `gate ...` as a user would: a subprocess in the site dir, its own store."""
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 300,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "GATE_DB": f"sqlite:///{site_dir / 'gate.db'}"}
+        full_env.pop("GATE_CONFIG", None)
+        if env:
+            full_env.update(env)
+        return subprocess.run([*GATE, *args], cwd=cwd or site_dir, capture_output=True,
+                              text=True, timeout=timeout, env=full_env)
+
+    return run

@@ -1,0 +1,54 @@
+"""An installed `gate` works from any directory: gates/, playbooks/, reports/ ship inside."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wheels = tmp_path_factory.mktemp("wheels")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(REPO)], check=True, capture_output=True)
+    wheel = next(wheels.glob("gate_harness-*.whl"))
+    site = tmp_path_factory.mktemp("site")
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    return site
+
+
+def run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("GATE_DB", None)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_wheel_ships_suites_playbooks_reports_and_migrations(installed: Path) -> None:
+    pkg = installed / "harness"
+    assert (pkg / "gates" / "__init__.py").is_file()
+    assert (pkg / "playbooks" / "__init__.py").is_file()
+    assert (pkg / "reports" / "__init__.py").is_file()
+    assert (pkg / "config" / "templates" / "gate.yaml").is_file()
+    assert any((pkg / "store" / "migrations" / "versions").glob("0001_*.py"))
+
+
+def test_installed_gate_runs_from_an_unrelated_directory(installed: Path,
+                                                         tmp_path: Path) -> None:
+    where = run_installed(installed, tmp_path, "-c",
+                          "import harness.gates, harness; print(harness.__file__)")
+    assert where.stdout.strip().startswith(str(installed)), where.stderr
+    out = run_installed(installed, tmp_path, "-m", "harness", "init", "site")
+    assert out.returncode == 0, out.stderr
+    status = run_installed(installed, tmp_path / "site", "-m", "harness", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert '"campaign": "fx100-2026q4"' in status.stdout
+    assert (tmp_path / "site" / "gate.db").is_file()

@@ -1,0 +1,93 @@
+"""The store: migrations on open, newer-schema refusal, lock, append-only runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from harness.errors import LockError, SchemaTooNewError, UsageError
+from harness.store import Store, writer
+from harness.store import runs as store_runs
+
+
+def new_run(store: Store, gate: str = "G1") -> int:
+    return store_runs.start_gate_run(store, store_runs.NewRun(
+        campaign="c", site="s", customer="x", kind="gate", gate=gate))
+
+
+def test_open_creates_every_table_with_wal(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    tables = set(inspect(store.engine).get_table_names())
+    assert {"site", "campaign", "run", "check", "run_lock", "signoff", "artifact", "event",
+            "host_fact", "benchmark", "request", "series", "cell"} <= tables
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+
+
+def test_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    Store(url)
+    with Store(url).engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num='9999'"))
+    with pytest.raises(SchemaTooNewError) as err:
+        Store(url)
+    assert err.value.exit_code == 4
+    with Store(url, migrate=False).engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "9999"
+
+
+def test_bad_url_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        Store("nosuchdb://x")
+    with pytest.raises(UsageError, match="does not exist"):
+        Store(f"sqlite:///{tmp_path / 'missing-dir' / 'g.db'}")
+
+
+def test_second_run_on_campaign_is_refused_naming_the_first(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    first = new_run(store)
+    with pytest.raises(LockError, match=f"run {first} "):
+        new_run(store, "G2")
+    assert len(store_runs.runs(store)) == 1  # the refused run left no row behind
+    store_runs.finish_run(store, first, verdict="PASS", reason="")
+    second = new_run(store, "G2")
+    assert second != first
+
+
+def test_abort_clears_a_lock_whose_process_is_gone(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    run_id = new_run(store)
+    store_runs.record_check(store, run_id, nodeid="t::a", name="a", host=None, outcome="PASS")
+    with pytest.raises(UsageError, match="still running"):
+        store_runs.abort_run(store, run_id)  # our own pid is alive
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE run SET pid=999999999"))
+    store_runs.abort_run(store, run_id)
+    row = store_runs.get_run(store, run_id)
+    assert (row.status, row.verdict) == ("ABORTED", "ERROR")
+    assert len(store_runs.checks(store, run_id)) == 1  # results kept
+    new_run(store, "G2")  # the lock is free again
+
+
+def test_request_rows_bulk_insert_and_read_back(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    run_id = new_run(store)
+    bench = writer.start_benchmark(store, run_id, arm="baseline", tier=4)
+    n = writer.insert_requests(store, bench, ({"idx": i, "scheduled": 0.0, "ttft": i / 10}
+                                              for i in range(12001)), batch=5000)
+    assert n == 12001
+    rows = writer.requests(store, bench)
+    assert len(rows) == 12001 and rows[5]["ttft"] == pytest.approx(0.5)
+
+
+def test_cells_upsert_within_a_run(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    run_id = new_run(store, "G3")
+    base = {"layout": "TP8", "tier": 4, "verdict": "INCONCLUSIVE", "details": {}}
+    writer.upsert_cell(store, run_id, base)
+    writer.upsert_cell(store, run_id, {**base, "verdict": "PASS"})
+    cells = writer.cells(store, run_id)
+    assert [c.verdict for c in cells] == ["PASS"]
