@@ -37,6 +37,12 @@ def test_wheel_ships_suites_playbooks_reports_and_migrations(installed: Path) ->
     assert (pkg / "gates" / "__init__.py").is_file()
     assert (pkg / "playbooks" / "__init__.py").is_file()
     assert (pkg / "reports" / "__init__.py").is_file()
+    assert (pkg / "reports" / "report.css").is_file()
+    assert any((pkg / "reports" / "templates").rglob("*.j2")) or \
+        any((pkg / "reports" / "templates").rglob("*.html"))
+    assert (pkg / "reports" / "i18n" / "zh.yaml").is_file()
+    assert (pkg / "playbooks" / "serve.yml").is_file()
+    assert (pkg / "gates" / "g3_main" / "test_g3.py").is_file()
     assert (pkg / "config" / "templates" / "gate.yaml").is_file()
     assert any((pkg / "store" / "migrations" / "versions").glob("0001_*.py"))
 

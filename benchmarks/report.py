@@ -1,0 +1,121 @@
+"""Report rendering speed and memory (issue 8's targets), printed as numbers and ratios.
+
+1. A G4-sized run: 1 000 000 request rows and 4 000 windows (series rows `window:*`: the
+   store has no window table yet) -> HTML + PDF. Target <= 20 s and <= 1.5 GB RSS.
+2. A one-gate (G3) PDF in Chinese, timed as the user runs it (`gate report RUN --lang zh`,
+   a fresh process: imports, fonts and all). Target <= 5 s.
+
+Each render runs in its own process so its peak RSS is its own, not the fill's.
+
+    .venv/bin/python benchmarks/report.py [--requests N] [--windows N] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+
+def render_child(db: str, run_id: int, out: str, lang: str, fmt: str) -> None:
+    """Child mode: render once, print seconds per stage and peak RSS as JSON."""
+    t0 = time.perf_counter()
+    import weasyprint  # noqa: F401  (import cost counted apart from rendering)
+
+    from harness.report.api import write_report
+    from harness.report.build import build_run_report
+    from harness.report.fonts import choose_fonts
+    from harness.report.i18n import translator
+    from harness.store.db import Store
+
+    t1 = time.perf_counter()
+    store = Store(db)
+    report = build_run_report(store, run_id, translator(lang), choose_fonts(lang))
+    t2 = time.perf_counter()
+    paths = write_report(report, Path(out), fmt)
+    t3 = time.perf_counter()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"imports": t1 - t0, "build": t2 - t1, "write": t3 - t2,
+                      "total": t3 - t0, "rss_mb": rss,
+                      "sizes_kb": [p.stat().st_size // 1024 for p in paths]}))
+
+
+def child(db: str, run_id: int, out: Path, lang: str, fmt: str) -> dict[str, float]:
+    res = subprocess.run([sys.executable, __file__, "--child", db, str(run_id), str(out), lang,
+                          fmt], capture_output=True, text=True, check=True)
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--windows", type=int, default=4000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--child", nargs=5, metavar=("DB", "RUN", "OUT", "LANG", "FMT"))
+    args = ap.parse_args()
+    if args.child:
+        db, run, out, lang, fmt = args.child
+        render_child(db, int(run), out, lang, fmt)
+        return
+
+    from report_support import fill
+
+    from harness.store.db import Store
+
+    with tempfile.TemporaryDirectory(prefix="gate-report-bench-") as tmp:
+        root = Path(tmp)
+        db = f"sqlite:///{root / 'gate.db'}"
+        store = Store(db)
+        t = time.perf_counter()
+        g4 = fill.g4_run(store, windows=args.windows, requests=args.requests)
+        fill_s = time.perf_counter() - t
+        g3, _ = fill.g3_run(store, fill.PASS_PLANS, simulated=True)
+        store.close()
+        print(f"fill: G4 run {args.requests:,} requests + {args.windows:,} windows "
+              f"in {fill_s:.1f} s (store API, batched inserts)")
+
+        big = child(db, g4, root / "g4", "en", "both")
+        print(f"G4-sized run -> HTML + PDF: {big['total']:.2f} s "
+              f"(imports {big['imports']:.2f}, build {big['build']:.2f}, "
+              f"write {big['write']:.2f}); peak RSS {big['rss_mb']:.0f} MB; "
+              f"sizes {big['sizes_kb']} KB")
+        print(f"  vs target 20 s: {big['total'] / 20:.2f}x of budget; "
+              f"RSS vs 1.5 GB: {big['rss_mb'] / 1536:.2f}x of budget")
+
+        walls, cpus = [], []
+        for i in range(args.repeat):
+            t = time.perf_counter()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "harness", "report", str(g3), "--db", db,
+                            "--lang", "zh", "-o", str(root / f"g3-zh-{i}.pdf")],
+                           check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            walls.append(time.perf_counter() - t)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        split = child(db, g3, root / "g3-split.pdf", "zh", "pdf")
+        print(f"one-gate G3 PDF, zh, `gate report` wall: min {min(walls):.2f} s, median "
+              f"{statistics.median(walls):.2f} s over {len(walls)} (imports "
+              f"{split['imports']:.2f}, build {split['build']:.2f}, "
+              f"PDF {split['write']:.2f}); CPU {min(cpus):.2f} s; "
+              f"vs target 5 s: {min(walls) / 5:.2f}x of budget")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        try:
+            from weasyprint.text.ffi import harfbuzz_subset  # type: ignore[attr-defined]
+
+            print(f"HarfBuzz subsetting: {'yes' if harfbuzz_subset else 'no (fontTools: slower)'}")
+        except ImportError:
+            print("HarfBuzz subsetting: unknown")
+
+
+if __name__ == "__main__":
+    main()

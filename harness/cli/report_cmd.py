@@ -1,0 +1,134 @@
+"""`gate report` (a run's or a campaign's PDF / HTML) and `gate export` (evidence packs)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from harness.cli.common import config_option, db_option
+from harness.errors import UsageError
+
+
+def _defaults(ctx: click.Context, config_path: str) -> tuple[str, str]:
+    """(lang, format) from the config's `report:` when the config exists, else en / pdf.
+
+    An explicitly given -c that does not exist is an error; the default gate.yaml may be
+    absent (a report is often rendered away from the site directory).
+    """
+    explicit = ctx.get_parameter_source("config_path") not in (ParameterSource.DEFAULT, None)
+    if not Path(config_path).exists() and not explicit:
+        return "en", "pdf"
+    from harness.cli.context import open_config
+
+    report = open_config(config_path).config.report
+    return report.lang, report.format
+
+
+def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
+    if (run_id is None) == (campaign is None):
+        raise UsageError("give a run id or --campaign NAME (exactly one)", key=command,
+                         hint=f"e.g. `{command} 12` or `{command} --campaign NAME`")
+
+
+@click.command("report")
+@click.argument("run_id", required=False, type=int)
+@click.option("--campaign", default=None, help="Report every gate of this campaign.")
+@click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default=None,
+              help="Output format (default: the config's report.format, else pdf).")
+@click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
+              help="Report language (default: the config's report.lang, else en).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Output file (default: next to the store, dated).")
+@config_option
+@db_option
+@click.pass_context
+def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: str | None,
+           lang: str | None, output: Path | None, config_path: str,
+           db_url: str | None) -> None:
+    """Render the customer report of RUN, or of a whole campaign (latest run of each gate,
+    with trends across earlier runs). Prints the written file(s)."""
+    _one_target(run_id, campaign, "gate report")
+    lang_default, fmt_default = _defaults(ctx, config_path)
+    lang, fmt = lang or lang_default, fmt or fmt_default
+    from harness.cli.context import open_store
+    from harness.report.api import (
+        default_name,
+        render_campaign_report,
+        render_run_report,
+        store_dir,
+    )
+    from harness.report.frames import run_info
+
+    store = open_store(db_url)
+    try:
+        if run_id is not None:
+            info = run_info(store, run_id)
+            out = output or store_dir(store) / default_name(
+                campaign=info.campaign, gate=info.gate, run_id=run_id, lang=lang)
+            paths = render_run_report(store, run_id, out, lang, fmt)
+        else:
+            assert campaign is not None
+            out = output or store_dir(store) / default_name(campaign=campaign, lang=lang)
+            paths = render_campaign_report(store, campaign, out, lang, fmt)
+    finally:
+        store.close()
+    for p in paths:
+        click.echo(str(p))
+
+
+@click.command("export")
+@click.argument("target", nargs=-1)
+@click.option("--campaign", default=None, help="Pack every run of this campaign.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="The pack to write (default: next to the store, dated .tar.gz).")
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
+              help="Language of the report inside the pack.")
+@db_option
+def export(target: tuple[str, ...], campaign: str | None, output: Path | None, lang: str,
+           db_url: str | None) -> None:
+    """Write an evidence pack: `gate export RUN|--campaign NAME -o pack.tar.gz` (the runs'
+    store rows as SQLite, their artifacts, the rendered report, a sha256 manifest).
+
+    Check one: `gate export verify FILE` (exit 0 when every file matches, 3 naming the
+    files that do not)."""
+    if target and target[0] == "verify":
+        if len(target) != 2 or campaign:
+            raise UsageError("usage: gate export verify FILE", key="gate export verify")
+        from harness.report.export import verify_pack
+
+        n = verify_pack(Path(target[1]))
+        click.echo(f"ok: {n} files match the manifest of {target[1]}")
+        return
+    if len(target) > 1:
+        raise UsageError(f"unexpected arguments: {' '.join(target[1:])}", key="gate export")
+    run_id = None
+    if target:
+        try:
+            run_id = int(target[0])
+        except ValueError:
+            raise UsageError(f"not a run id: {target[0]!r}", key="gate export",
+                             hint="gate export RUN | --campaign NAME | verify FILE") from None
+    _one_target(run_id, campaign, "gate export")
+    from harness.cli.common import stderr_console
+    from harness.cli.context import open_store
+    from harness.report.api import store_dir
+    from harness.report.export import export_pack
+
+    store = open_store(db_url)
+    try:
+        day = time.strftime("%Y%m%d", time.gmtime())
+        name = f"gate-evidence-run{run_id}-{day}.tar.gz" if run_id is not None else (
+            f"gate-evidence-{campaign}-{day}.tar.gz")
+        out = output or store_dir(store) / name
+        path, warnings = export_pack(store, out, run_id=run_id, campaign=campaign, lang=lang)
+    finally:
+        store.close()
+    from rich.markup import escape
+
+    console = stderr_console()
+    for w in warnings:
+        console.print("[yellow]warning:[/] " + escape(w), highlight=False)
+    click.echo(str(path))

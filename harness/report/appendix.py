@@ -1,0 +1,78 @@
+"""The evidence appendix: config snapshots (secrets redacted), versions, host facts, run
+ids, artifacts with sha256, and short metric definitions in both languages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.report import fmt
+from harness.report.frames import RunFrames
+from harness.report.i18n import Translator
+from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Table
+from harness.report.redact import redact, redact_args
+
+MAX_FACTS = 400
+DEFINITIONS = ("ttft", "ttft_text", "tpot", "e2el", "throughput", "drop", "gain", "ci",
+               "stop_loss", "inconclusive", "partial", "forced", "simulated", "signed",
+               "storage", "evidence", "window")
+
+
+def _text(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
+                                                           ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_version_key(key: str) -> bool:
+    low = key.lower()
+    return "version" in low or low in ("engine", "server", "vllm", "lmcache", "driver")
+
+
+def engine_versions(frames_list: list[RunFrames], t: Translator) -> Table:
+    seen: dict[tuple[str, str, str], None] = {}
+    for f in frames_list:
+        for fact in f.facts.itertuples(index=False):
+            if _is_version_key(str(fact.key)):
+                seen[(str(fact.host), str(fact.key), _text(redact(fact.value), 120))] = None
+        for b in f.benchmarks.itertuples(index=False):
+            params = b.params if isinstance(b.params, dict) else {}
+            for k, v in params.items():
+                if _is_version_key(str(k)):
+                    src = t("appendix.bench_params", {"arm": b.arm or "—"})
+                    seen[(src, str(k), _text(redact(v), 120))] = None
+    return Table(columns=[t("col.source"), t("col.key"), t("col.value")],
+                 rows=[list(k) for k in seen])
+
+
+def run_appendix(f: RunFrames) -> RunAppendix:
+    r = f.run
+    return RunAppendix(
+        run_id=r.id, gate=r.gate or "—", kind=r.kind, status=r.status, trigger=r.trigger,
+        harness_version=r.harness_version or "—", hostname=r.hostname or "—",
+        operator=r.operator or "—", started=fmt.when(r.started_at),
+        finished=fmt.when(r.finished_at), config_hash=r.config_hash or "—",
+        config_json=json.dumps(redact(r.config_json), indent=2, sort_keys=True,
+                               ensure_ascii=False, default=str),
+        args=" ".join(redact_args(r.args)) or "—")
+
+
+def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
+                   zh: Translator) -> Appendix:
+    facts: list[HostFact] = []
+    artifacts: list[Artifact] = []
+    for f in frames_list:
+        for fact in f.facts.itertuples(index=False):
+            if len(facts) < MAX_FACTS:
+                facts.append(HostFact(host=str(fact.host), key=str(fact.key),
+                                      value=_text(redact(fact.value)),
+                                      simulated=bool(fact.simulated)))
+        for a in f.artifacts.itertuples(index=False):
+            artifacts.append(Artifact(run_id=f.run.id, path=str(a.path), kind=str(a.kind or "—"),
+                                      host=str(a.host or "—"), size=fmt.number(a.size),
+                                      sha256=str(a.sha256)))
+    definitions = [(t(f"def.{k}.term"), en(f"def.{k}.text"), zh(f"def.{k}.text"))
+                   for k in DEFINITIONS]
+    return Appendix(runs=[run_appendix(f) for f in frames_list],
+                    engine_versions=engine_versions(frames_list, t), host_facts=facts,
+                    artifacts=artifacts, definitions=definitions)

@@ -1,0 +1,165 @@
+"""What a gate section builder gets and gives back, and the pieces every section shares.
+
+A builder turns one run's frames into its section plus the rows it adds to page 1 (the
+criteria table and the plain-language findings), and names the metrics the trend section
+follows across runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pandas as pd
+
+from harness.report import fmt
+from harness.report.fonts import Fonts
+from harness.report.frames import RunFrames, RunInfo
+from harness.report.i18n import Translator
+from harness.report.model import Badge, Criterion, Finding, Section, Table
+from harness.verdict import GATE_NAMES
+
+
+@dataclass(frozen=True)
+class Context:
+    t: Translator
+    fonts: Fonts
+
+
+@dataclass(frozen=True)
+class Contribution:
+    section: Section
+    criteria: list[Criterion] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TrendMetric:
+    """One number followed across runs; `better` says which way is good (None: no rule)."""
+
+    key: str
+    label: str
+    value: float | None
+    text: str
+    better: Literal["higher", "lower"] | None = None
+    tolerance: float = 0.0  # allowed worsening before a change is a regression
+    relative: bool = False  # tolerance is a fraction of the earlier value
+
+
+BuildFn = Callable[[RunFrames, Context], Contribution]
+MetricsFn = Callable[[RunFrames, Translator], list[TrendMetric]]
+
+
+@dataclass(frozen=True)
+class SectionBuilder:
+    build: BuildFn
+    metrics: MetricsFn
+    template: str
+
+
+def gate_title(t: Translator, gate: str | None) -> str:
+    g = gate or "?"
+    return f"{g} · {t.gate_name(g)}" if g in GATE_NAMES else g
+
+
+def marks(run: RunInfo, t: Translator) -> list[str]:
+    """The honesty marks of a run, in words: FORCED, PARTIAL, signed, SIMULATED."""
+    out = []
+    if run.simulated:
+        out.append(t("mark.simulated"))
+    if run.forced:
+        out.append(t("mark.forced"))
+    if run.partial:
+        out.append(t("mark.partial", {"n": run.checks_selected, "m": run.checks_total}))
+    if run.signed and run.needs_signoff:
+        out.append(t("mark.signed"))
+    return out
+
+
+def badge(run: RunInfo | None, gate: str, t: Translator) -> Badge:
+    if run is None:
+        return Badge(gate=gate, gate_name=t.gate_name(gate), token="NOT_RUN",
+                     word=t.verdict("NOT_RUN"))
+    token = run.effective
+    word = t.verdict(token)
+    if token == "PASS" and run.signed and run.needs_signoff:
+        word = t("verdict.PASS_SIGNED")
+    return Badge(gate=gate, gate_name=t.gate_name(gate), token=token, word=word, run_id=run.id,
+                 marks=marks(run, t), date=fmt.day(run.finished_at or run.started_at),
+                 counts=not run.partial)
+
+
+def run_notes(run: RunInfo, t: Translator) -> list[str]:
+    """Why a run has no verdict or a bad one, in plain words."""
+    notes = []
+    if run.status == "RUNNING":
+        notes.append(t("note.running", {"run": run.id, "heartbeat": fmt.when(run.heartbeat_at)}))
+    elif run.status == "ABORTED":
+        notes.append(t("note.aborted", {"run": run.id, "reason": run.reason or "—"}))
+    elif run.effective in ("ERROR", "INCONCLUSIVE", "STOP-LOSS") and run.reason:
+        notes.append(t("note.reason", {"verdict": t.verdict(run.effective),
+                                       "reason": run.reason}))
+    if run.partial:
+        notes.append(t("note.partial", {"n": run.checks_selected, "m": run.checks_total}))
+    if run.forced:
+        notes.append(t("note.forced"))
+    return notes
+
+
+def outcome_word(t: Translator, outcome: str) -> str:
+    return t.verdict(outcome if outcome != "SKIPPED" else "SKIPPED")
+
+
+def checks_table(checks: pd.DataFrame, t: Translator) -> Table:
+    cols = [t("col.check"), t("col.host"), t("col.expected"), t("col.measured"),
+            t("col.outcome")]
+    rows, tones = [], []
+    for c in checks.itertuples(index=False):
+        rows.append([str(c.name or c.nodeid), str(c.host or "—"), str(c.expected or "—"),
+                     str(c.measured or "—"), outcome_word(t, str(c.outcome))])
+        tones.append(str(c.outcome))
+    return Table(columns=cols, rows=rows, tones=tones)
+
+
+def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30) -> Table | None:
+    bad = checks[~checks["outcome"].isin(["PASS", "SKIPPED"])]
+    if bad.empty:
+        return None
+    rows = [[str(c.name or c.nodeid), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
+            for c in bad.head(limit).itertuples(index=False)]
+    return Table(columns=[t("col.check"), t("col.host"), t("col.message")], rows=rows,
+                 tones=[str(o) for o in bad.head(limit)["outcome"]])
+
+
+def events_table(events: pd.DataFrame, t: Translator, limit: int = 20) -> Table | None:
+    if events.empty:
+        return None
+    rows = [[str(e.source), str(e.name), str(e.host or "—"), str(e.status),
+             _clip(str(e.message or ""), 300)] for e in events.head(limit).itertuples(index=False)]
+    return Table(columns=[t("col.source"), t("col.step"), t("col.host"), t("col.status"),
+                          t("col.message")], rows=rows, tones=["ERROR"] * len(rows))
+
+
+def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator,
+                   limit: int = 8) -> list[Finding]:
+    """Each measured failure (STOP-LOSS check) in words, then errors if nothing failed."""
+    gate = run.gate or "?"
+    out = []
+    for c in checks[checks["outcome"] == "STOP-LOSS"].head(limit).itertuples(index=False):
+        values = {"check": c.name or c.nodeid, "host": c.host, "expected": c.expected or "—",
+                  "measured": c.measured or "—"}
+        key = "finding.check" if c.host else "finding.check_nohost"
+        out.append(Finding(gate=gate, token="STOP-LOSS", text=t(key, values)))
+    if not out:
+        for c in checks[checks["outcome"] == "ERROR"].head(3).itertuples(index=False):
+            values = {"check": c.name or c.nodeid, "host": c.host,
+                      "message": _clip(str(c.message or "—"), 200)}
+            key = "finding.check_error" if c.host else "finding.check_error_nohost"
+            out.append(Finding(gate=gate, token="ERROR", text=t(key, values)))
+    return out
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

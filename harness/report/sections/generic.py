@@ -1,0 +1,168 @@
+"""The section every gate gets until it brings its own: checks, measured phases, windows.
+
+G1 / G2 / G4 use it today. Phases are aggregated from request rows with pandas group-bys
+(a G4 soak's million rows are a few numpy columns); G4 windows are read from series rows
+named `window:<metric>` because the store has no window table yet.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from harness.report import fmt, plots
+from harness.report.frames import WINDOW_PREFIX, RunFrames
+from harness.report.i18n import Translator
+from harness.report.model import Criterion, Plot, Section, Table
+from harness.report.sections.base import (
+    Context,
+    Contribution,
+    SectionBuilder,
+    TrendMetric,
+    badge,
+    check_findings,
+    checks_table,
+    events_table,
+    failed_checks_table,
+    gate_title,
+    run_notes,
+)
+from harness.verdict import Verdict, combine
+
+_VERDICTS = {v.value for v in Verdict}
+_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def phase_stats(frames: RunFrames) -> pd.DataFrame:
+    """Per (phase, arm, layout, tier): phases, requests, failed, TTFT p50/p99, throughput.
+
+    TTFT percentiles are over successful requests (vLLM's definition); failures are
+    counted beside them. Throughput = completed output tokens / wall time, summed over
+    the group's phases.
+    """
+    bm = frames.benchmarks
+    req = frames.requests
+    if bm.empty or req is None or req.empty:
+        return pd.DataFrame()
+    ok = req[~req["failed"]]
+    per = req.groupby("benchmark_id").agg(requests=("failed", "size"), failed=("failed", "sum"))
+    tokens = ok.groupby("benchmark_id")["output_tokens"].sum()
+    per = per.join(tokens.rename("tokens"), how="left")
+    joined = bm.set_index("id")[["phase", "arm", "layout", "tier", "duration"]].join(
+        per, how="inner")
+    keys = ["phase", "arm", "layout", "tier"]
+    grouped = joined.groupby(keys, sort=True).agg(
+        phases=("requests", "size"), requests=("requests", "sum"), failed=("failed", "sum"),
+        tokens=("tokens", "sum"), seconds=("duration", "sum"))
+    ttft = ok.join(bm.set_index("id")[keys], on="benchmark_id").groupby(keys)["ttft"]
+    grouped["p50"] = ttft.quantile(0.5)
+    grouped["p99"] = ttft.quantile(0.99)
+    grouped["throughput"] = grouped["tokens"] / grouped["seconds"].where(grouped["seconds"] > 0)
+    return grouped.reset_index()
+
+
+def phases_table(stats: pd.DataFrame, t: Translator) -> Table:
+    cols = [t("col.phase"), t("col.arm"), t("col.layout"), t("col.tier"), t("col.phases"),
+            t("col.requests"), t("col.failed"), t("col.ttft_p50"), t("col.ttft_p99"),
+            t("col.throughput")]
+    rows = [[str(r.phase), str(r.arm or "—"), str(r.layout or "—"), str(r.tier),
+             fmt.number(r.phases), fmt.number(r.requests), fmt.number(r.failed),
+             fmt.seconds(r.p50), fmt.seconds(r.p99), fmt.rate(r.throughput)]
+            for r in stats.itertuples(index=False)]
+    return Table(columns=cols, rows=rows)
+
+
+def window_plots(frames: RunFrames, ctx: Context) -> list[Plot]:
+    """G4-style windows: TTFT metrics in one plot, every other window metric in its own."""
+    s = frames.series
+    win = s[s["metric"].str.startswith(WINDOW_PREFIX)] if not s.empty else s
+    if win.empty:
+        return []
+    t0 = float(win["at"].min())
+    groups: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for metric, part in win.groupby("metric", sort=True):
+        name = str(metric)[len(WINDOW_PREFIX):]
+        key = "ttft" if name.startswith("ttft") else name
+        part = part.sort_values("at")
+        x = (part["at"].to_numpy(dtype=float) - t0) / 3600.0
+        groups.setdefault(key, {})[name] = (x, part["value"].to_numpy(dtype=float))
+    out = []
+    for key, series in list(groups.items())[:4]:
+        label = t_metric(ctx.t, key)
+        uri = plots.lines(ctx.fonts, series, xlabel=ctx.t("plot.hours"), ylabel=label)
+        out.append(Plot(title=ctx.t("plot.windows", {"metric": label}), data_uri=uri,
+                        caption=ctx.t("plot.windows_caption",
+                                      {"n": len(next(iter(series.values()))[0])})))
+    return out
+
+
+def t_metric(t: Translator, key: str) -> str:
+    k = f"metric.{key}"
+    return t(k) if k in t.messages else key
+
+
+def build(frames: RunFrames, ctx: Context) -> Contribution:
+    t, run = ctx.t, frames.run
+    gate = run.gate or run.kind  # bench / import runs have no gate
+    notes = run_notes(run, t)
+    tables: list[tuple[str, Table]] = []
+    checks = frames.checks
+    if checks.empty:
+        notes.append(t("note.no_checks"))
+    else:
+        tables.append((t("h.checks"), checks_table(checks, t)))
+        failed = failed_checks_table(checks, t)
+        if failed is not None:
+            tables.append((t("h.failed_checks"), failed))
+    events = events_table(frames.events, t)
+    if events is not None:
+        tables.append((t("h.events"), events))
+    stats = phase_stats(frames)
+    if not stats.empty:
+        tables.append((t("h.phases"), phases_table(stats, t)))
+    b = badge(run, gate, t)
+    section = Section(kind="checks", template=GENERIC.template, gate=gate,
+                      title=gate_title(t, gate), run_id=run.id, badge=b, notes=notes,
+                      tables=tables, plots=window_plots(frames, ctx))
+    return Contribution(section=section, criteria=[checks_criterion(frames, t)],
+                        findings=check_findings(run, checks, t))
+
+
+def checks_criterion(frames: RunFrames, t: Translator, *, own: bool = False) -> Criterion:
+    """One page-1 row for a run's checks. The row carries the run's verdict (the checks
+    are the gate), or with own=True the checks' combined outcome (G3: its preflight
+    checks are one criterion beside the cells)."""
+    run, checks = frames.run, frames.checks
+    counted = checks[checks["outcome"] != "SKIPPED"]
+    passed = int((counted["outcome"] == "PASS").sum())
+    token = run.effective
+    if own:
+        token = combine(Verdict(o) for o in counted["outcome"] if o in _VERDICTS)[0].value
+    return Criterion(
+        gate=run.gate or run.kind, criterion=t("crit.all_checks", {"gate": run.gate or run.kind}),
+        threshold=t("crit.all_checks_threshold"),
+        estimate=t("crit.passed_of", {"n": passed, "m": len(counted)}), ci="—",
+        n=str(len(counted)), token=token, result=t.verdict(token))
+
+
+def metrics(frames: RunFrames, t: Translator) -> list[TrendMetric]:
+    checks = frames.checks
+    counted = checks[checks["outcome"] != "SKIPPED"]
+    passed = int((counted["outcome"] == "PASS").sum())
+    out = [TrendMetric(key="checks_passed", label=t("trend.checks_passed"), value=float(passed),
+                       text=f"{passed} / {len(counted)}", better="higher")]
+    seen: set[str] = set()
+    for c in counted.itertuples(index=False):
+        m = _NUMBER.match(str(c.measured or ""))
+        key = f"check:{c.name}@{c.host}"
+        if m and key not in seen and len(seen) < 12:
+            seen.add(key)
+            label = f"{c.name}" + (f" ({c.host})" if c.host else "")
+            out.append(TrendMetric(key=key, label=label, value=float(m.group(1)),
+                                   text=str(c.measured)))
+    return out
+
+
+GENERIC = SectionBuilder(build=build, metrics=metrics, template="sections/checks.html.j2")

@@ -1,0 +1,119 @@
+"""Real PDFs, read back with pdftotext / pdftoppm (poppler): what the customer keeps."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from report_support import fill
+
+from harness.report import render_campaign_report, render_run_report
+from harness.store import writer
+from harness.store.db import Store
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, dict[str, int]]]:
+    store = Store(f"sqlite:///{tmp_path_factory.mktemp('pdf') / 'gate.db'}")
+    ids = fill.scenarios(store)
+    yield store, ids
+    store.close()
+
+
+def pages(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+    return int(re.search(r"^Pages:\s+(\d+)", info.stdout, re.M).group(1))  # type: ignore[union-attr]
+
+
+def text(pdf: Path, page: int | None = None) -> str:
+    args = ["pdftotext", "-layout"]
+    if page is not None:
+        args += ["-f", str(page), "-l", str(page)]
+    out = subprocess.run([*args, str(pdf), "-"], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def flat(s: str) -> str:
+    return " ".join(s.split())
+
+
+def test_simulated_campaign_pdf_stamped_on_every_page(filled: tuple[Store, dict[str, int]],
+                                                      tmp_path: Path) -> None:
+    store, ids = filled
+    written = render_campaign_report(store, "acme-2026q1", tmp_path / "camp", "en", "both")
+    pdf, page_html = written
+    assert pdf.suffix == ".pdf" and page_html.suffix == ".html"
+    n = pages(pdf)
+    assert n >= 5
+    for p in range(1, n + 1):
+        assert "SIMULATED" in text(pdf, p), f"page {p} lacks the SIMULATED stamp"
+    first = flat(text(pdf, 1))
+    assert "SIMULATED: acme-sh: campaign acme-2026q1 report" in first
+    for gate in ("G1", "G2", "G3", "G4"):
+        assert f"{gate} ·" in first
+    assert first.count("PASS") >= 4
+    whole = flat(text(pdf))
+    for cell in writer.cells(store, ids["sim_G3"]):
+        assert f"{cell.drop * 100:.1f} %" in whole
+        assert f"[{cell.drop_lo * 100:.1f} %, {cell.drop_hi * 100:.1f} %]" in whole
+        assert f"{cell.ttft_p50_baseline:.3f} s" in whole
+    assert "Chen Jing" in first and "accepted at the weekly review" in first
+    assert "SIMULATED" in page_html.read_text()
+
+
+def test_chinese_pdf_has_chinese_verdicts_with_tokens(filled: tuple[Store, dict[str, int]],
+                                                      tmp_path: Path) -> None:
+    store, ids = filled
+    (pdf,) = render_run_report(store, ids["stop_forced"], tmp_path / "stop-zh.pdf", "zh", "pdf")
+    first = flat(text(pdf, 1))
+    assert "止损 (STOP-LOSS)" in first
+    assert "强制运行 (FORCED)" in first
+    assert "TTFT p50 降幅" in first and "要求至少 25.0 %" in first
+    assert "10.0 %" in first and "[6.0 %, 14.0 %]" in first
+    (signed,) = render_run_report(store, ids["signed"], tmp_path / "signed-zh.pdf", "zh", "pdf")
+    s1 = flat(text(signed, 1))
+    assert "通过，已签核" in s1 and "(PASS, signed)" in s1 and "Dr. Wang <reviewer>" in s1
+    assert "评审人" in s1
+
+
+def test_english_marks_partial_forced_signed(filled: tuple[Store, dict[str, int]],
+                                             tmp_path: Path) -> None:
+    store, ids = filled
+    (part,) = render_run_report(store, ids["partial"], tmp_path / "part.pdf", "en", "pdf")
+    p1 = flat(text(part, 1))
+    assert "PARTIAL: 2 of 4 checks" in p1 and "never counts as the gate's verdict" in p1
+    (forced,) = render_run_report(store, ids["stop_forced"], tmp_path / "f.pdf", "en", "pdf")
+    f1 = flat(text(forced, 1))
+    assert "STOP-LOSS" in f1 and "FORCED: G3 run" in f1
+    assert "the TTFT p50 drop is 10.0 %" in f1
+    (signed,) = render_run_report(store, ids["signed"], tmp_path / "s.pdf", "en", "pdf")
+    s1 = flat(text(signed, 1))
+    assert "PASS (signed)" in s1 and "reviewer Dr. Wang <reviewer>" in s1
+
+
+@pytest.mark.parametrize("name,why", [
+    ("empty", "No checks were recorded for this run"),
+    ("running", "Run in progress"),
+    ("aborted", "was aborted (aborted: process gone)"),
+])
+def test_failed_and_unfinished_runs_render_and_say_why(filled: tuple[Store, dict[str, int]],
+                                                       tmp_path: Path, name: str,
+                                                       why: str) -> None:
+    store, ids = filled
+    (pdf,) = render_run_report(store, ids[name], tmp_path / f"{name}.pdf", "en", "pdf")
+    assert why in flat(text(pdf))
+
+
+def test_page_one_renders_to_png_in_both_languages(filled: tuple[Store, dict[str, int]],
+                                                   tmp_path: Path) -> None:
+    store, ids = filled
+    for lang in ("en", "zh"):
+        (pdf,) = render_run_report(store, ids["sim_G3"], tmp_path / f"g3-{lang}.pdf", lang,
+                                   "pdf")
+        subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(pdf),
+                        str(tmp_path / f"page1-{lang}")], check=True)
+        png = next(tmp_path.glob(f"page1-{lang}*.png"))
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

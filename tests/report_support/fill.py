@@ -1,0 +1,351 @@
+"""Fill a store with realistic gate runs through the store API (harness.store.runs/writer).
+
+G1..G4 runs with checks, a G3 run with warm + measured benchmarks, request rows, storage
+byte counters, /metrics evidence deltas and cells; simulated, forced, partial, signed,
+running, aborted and empty variants; hostile strings in names. Run times come from a
+controllable clock (patched into harness.store.runs) so weekly trends have real dates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from unittest import mock
+
+import numpy as np
+
+from harness.store import runs, writer
+from harness.store.db import Store
+
+HOSTILE_SITE = "ACME <script>alert('x')</script> & \"Sons\" 测试站点 ✓"
+HOSTILE_CUSTOMER = "Kunde & Co <b>bold</b> 'quoted' 客户™"
+HOSTILE_HOST = "gpu<1>&\"host\""
+DAY = 86400.0
+G3_CONFIG = {
+    "site": {"name": "x", "customer": "y"},
+    "campaign": {"name": "c", "operator": "Li Wei"},
+    "gates": {"g3": {"thresholds": {"ttft_p50_drop": 0.25, "throughput_gain": 0.29,
+                                    "band_top": 0.40}, "tiers": [4, 8]}},
+    "workload": {"max_tokens": 128, "doc_tokens": 32000},
+    "ssh": {"password": "hunter2-secret", "key_passphrase": "pp-123", "user": "root"},
+    "hf_token": "hf_abcdefSECRET",
+    "db": "postgresql://gate:dbpass99@db.local/gate",
+}
+
+
+class Clock:
+    """Epoch seconds that only move when told to, patched in as the store's clock."""
+
+    def __init__(self, start: float) -> None:
+        self.t = start
+
+    def now(self) -> float:
+        self.t += 1.0
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@contextmanager
+def clock_at(start: float) -> Iterator[Clock]:
+    clock = Clock(start)
+    with mock.patch("harness.store.runs._now", clock.now):
+        yield clock
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    layout: str
+    tier: int
+    drop: float  # true TTFT p50 drop
+    gain: float  # true throughput gain
+    verdict: str
+    reason: str = ""
+
+
+@dataclass
+class Filled:
+    """Run ids by role, and the cells as stored (for assertions)."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    cells: dict[int, list[dict[str, object]]] = field(default_factory=dict)
+
+
+def new_run(store: Store, gate: str, *, campaign: str = "acme-2026q1", site: str = "acme-sh",
+            customer: str = "ACME", simulated: bool = False, forced: bool = False,
+            operator: str = "Zhang San", config: dict[str, object] | None = None,
+            hosts: tuple[str, ...] = ("gpu1", "st1")) -> int:
+    return runs.start_run(store, runs.NewRun(
+        campaign=campaign, site=site, customer=customer, kind="gate", gate=gate, forced=forced,
+        simulated=simulated, operator=operator, config_json=dict(config or G3_CONFIG),
+        config_hash="ab" * 32, hosts=hosts, args=("--db", "x.db", "--token=abc123")))
+
+
+def add_checks(store: Store, run_id: int, rows: list[tuple[str, str, str, str, str]]) -> None:
+    """rows: (name, host, outcome, expected, measured)."""
+    for i, (name, host, outcome, expected, measured) in enumerate(rows):
+        msg = "" if outcome == "PASS" else f"{name}: expected {expected}, got {measured}"
+        runs.record_check(store, run_id, nodeid=f"gates/test_{i}.py::{name}", name=name,
+                          host=host, outcome=outcome, expected=expected, measured=measured,
+                          message=msg, duration=0.5)
+
+
+G1_CHECKS = [
+    ("gpu model", "gpu1", "PASS", "H100 80GB HBM3 x8", "H100 80GB HBM3 x8"),
+    ("gpu driver", "gpu1", "PASS", ">= 550", "550.54.15"),
+    ("nvme serials", "st1", "PASS", "4 devices on record", "S5GXNF0R123456, S5GXNF0R123457"),
+    ("nic model", "gpu1", "PASS", "ConnectX-7", "ConnectX-7 MT2910"),
+]
+G2_CHECKS = [
+    ("fio seq read /mnt/fx100", "st1", "PASS", ">= 6.0 GB/s", "6.84 GB/s"),
+    ("fio rand read 4k iops", "st1", "PASS", ">= 900000", "1012345"),
+    ("fio rand read p99 latency", "st1", "PASS", "<= 250 us", "181 us"),
+    ("gpu health dcgm", "gpu1", "PASS", "no errors", "no errors"),
+]
+
+
+def finish_from_checks(store: Store, run_id: int, *, partial: bool = False, selected: int = 0,
+                       total: int = 0, reason: str = "") -> str:
+    outcomes = [c.outcome for c in runs.checks(store, run_id)]
+    verdict = "ERROR"
+    for v in ("STOP-LOSS", "ERROR", "INCONCLUSIVE", "PASS"):
+        if v in outcomes:
+            verdict = v
+            break
+    if not outcomes:
+        reason = reason or "no checks ran"
+    n = len(outcomes)
+    runs.finish_run(store, run_id, verdict=verdict, reason=reason, partial=partial,
+                    selected=selected or n, total=total or n)
+    return verdict
+
+
+def _requests(rng: np.random.Generator, n: int, median: float,
+              fail: int) -> list[dict[str, object]]:
+    ttft = rng.lognormal(np.log(median), 0.18, size=n)
+    rows: list[dict[str, object]] = []
+    for i in range(n):
+        failed = i < fail
+        rows.append({"idx": i, "scheduled": 0.0, "sent": 0.001 * i,
+                     "ttft": None if failed else float(ttft[i]),
+                     "ttft_text": None if failed else float(ttft[i]) + 0.002,
+                     "e2el": None if failed else float(ttft[i]) + 2.5,
+                     "prompt_tokens": 32064, "output_tokens": None if failed else 128,
+                     "status": 500 if failed else 200,
+                     "error_kind": "http" if failed else None,
+                     "error": "HTTP 500" if failed else None})
+    return rows
+
+
+def add_g3_data(store: Store, run_id: int, plans: list[CellPlan], *, reps: int = 3,
+                seed: int = 7, base_median: float = 2.4, with_series: bool = True,
+                run_start: float | None = None) -> list[dict[str, object]]:
+    """Warm + measured phases per arm x layout x tier x rep, requests, series, cells."""
+    rng = np.random.default_rng(seed)
+    t = run_start if run_start is not None else time.time()
+    stored = []
+    for plan in plans:
+        n = 4 * plan.tier
+        arms = {"baseline": (base_median, 60.0), "accelerated": (
+            base_median * (1 - plan.drop), 60.0 / (1 + plan.gain))}
+        for rep in range(reps):
+            for arm, (median, duration) in arms.items():
+                params = {"engine_version": "vllm 0.11.0", "lmcache_version": "0.3.9"
+                          if arm == "accelerated" else "none", "concurrency": plan.tier}
+                warm = writer.start_benchmark(store, run_id, arm=arm, layout=plan.layout,
+                                              tier=plan.tier, repetition=rep, phase="warm",
+                                              params=params)
+                writer.insert_requests(store, warm, _requests(rng, n, base_median, 0))
+                writer.finish_benchmark(store, warm, status="FINISHED", duration=60.0,
+                                        summary={})
+                bid = writer.start_benchmark(store, run_id, arm=arm, layout=plan.layout,
+                                             tier=plan.tier, repetition=rep, phase="measured",
+                                             params=params)
+                writer.insert_requests(store, bid, _requests(rng, n, median, 1 if rep == 0
+                                                             else 0))
+                writer.finish_benchmark(store, bid, status="FINISHED", duration=duration,
+                                        summary={"completed": n})
+                if with_series:
+                    _series(store, run_id, bid, arm, t, duration, n)
+                t += duration + 30
+        stored.append(_cell(store, run_id, plan, reps, base_median))
+    return stored
+
+
+def _series(store: Store, run_id: int, bid: int, arm: str, start: float, duration: float,
+            n: int) -> None:
+    gbps = 3.2 if arm == "accelerated" else 0.04
+    samples = []
+    for host in ("st1", "st2"):
+        total = 1e12
+        for s in range(int(duration) + 1):
+            samples.append({"source": host, "metric": "storage_read_bytes", "labels": {},
+                            "at": start + s, "value": total})
+            total += gbps / 2 * 1e9
+    prompt = n * 32064
+    hits = int(prompt * 0.93) if arm == "accelerated" else 0
+    for name, value in (("prompt_tokens", prompt), ("external_hit_tokens", hits),
+                        ("prefix_hit_tokens", 0)):
+        samples.append({"source": "http://gpu1:8000/metrics", "metric": f"evidence:{name}",
+                        "labels": {}, "at": start + duration, "value": value})
+    writer.insert_series(store, run_id, samples, benchmark_id=bid)
+
+
+def _cell(store: Store, run_id: int, plan: CellPlan, reps: int,
+          base_median: float) -> dict[str, object]:
+    n = 4 * plan.tier * reps
+    p50b = base_median
+    p50a = base_median * (1 - plan.drop)
+    thr_b = 4 * plan.tier * 128 / 60.0
+    values: dict[str, object] = {
+        "layout": plan.layout, "tier": plan.tier, "verdict": plan.verdict,
+        "reason": plan.reason, "repetitions": reps, "n_baseline": n, "n_accelerated": n,
+        "ttft_p50_baseline": round(p50b, 4), "ttft_p50_accelerated": round(p50a, 4),
+        "drop": round(plan.drop, 4), "drop_lo": round(plan.drop - 0.04, 4),
+        "drop_hi": round(plan.drop + 0.04, 4), "thr_baseline": round(thr_b, 2),
+        "thr_accelerated": round(thr_b * (1 + plan.gain), 2), "gain": round(plan.gain, 4),
+        "gain_lo": round(plan.gain - 0.03, 4), "gain_hi": round(plan.gain + 0.03, 4),
+        "confidence": 0.95, "rule": "CI wholly above threshold (alpha spent over 3 looks)",
+        "details": {"bootstrap": 2000, "seed": 20261202},
+    }
+    writer.upsert_cell(store, run_id, values)
+    return values
+
+
+PASS_PLANS = [CellPlan("TP8", 4, 0.38, 0.33, "PASS"), CellPlan("TP8", 8, 0.36, 0.34, "PASS"),
+              CellPlan("TP4x2", 4, 0.35, 0.32, "PASS")]
+STOP_PLANS = [CellPlan("TP8", 4, 0.10, 0.33, "STOP-LOSS", "TTFT p50 drop below 25 %"),
+              CellPlan("TP8", 8, 0.36, 0.34, "PASS")]
+SIGNED_PLANS = [CellPlan("TP8", 4, 0.38, 0.55, "INCONCLUSIVE", "above band: needs sign-off")]
+
+
+def g3_run(store: Store, plans: list[CellPlan], *, signed: bool = False,
+           simulated: bool = False, forced: bool = False, campaign: str = "acme-2026q1",
+           site: str = "acme-sh", customer: str = "ACME", reps: int = 3,
+           with_series: bool = True) -> tuple[int, list[dict[str, object]]]:
+    rid = new_run(store, "G3", campaign=campaign, site=site, customer=customer,
+                  simulated=simulated, forced=forced)
+    add_checks(store, rid, [("same model on both arms", "gpu1", "PASS", "Qwen2.5-32B",
+                             "Qwen2.5-32B"), ("external cache counters exposed", "gpu1",
+                                              "PASS", "lmcache:*", "present")])
+    runs.add_host_fact(store, rid, host="gpu1", key="engine_version", value="vllm 0.11.0")
+    runs.add_host_fact(store, rid, host="gpu1", key="gpu", value={"model": "H100", "count": 8})
+    cells = add_g3_data(store, rid, plans, reps=reps, with_series=with_series,
+                        run_start=runs.get_run(store, rid).started_at + 120)
+    verdicts = {str(c["verdict"]) for c in cells}
+    verdict = next(v for v in ("STOP-LOSS", "ERROR", "INCONCLUSIVE", "PASS") if v in verdicts)
+    reason = next((str(c["reason"]) for c in cells if c["verdict"] == verdict), "")
+    needs = any(str(c["reason"]).startswith("above band") for c in cells)
+    runs.finish_run(store, rid, verdict=verdict, reason=reason, needs_signoff=needs,
+                    selected=2, total=2)
+    if signed:
+        runs.add_signoff(store, rid, role="reviewer", name="Dr. Wang <reviewer>",
+                         note="baseline verified against vendor numbers & re-run")
+    return rid, cells
+
+
+def campaign(store: Store, *, simulated: bool = False, site: str = "acme-sh",
+             customer: str = "ACME", name: str = "acme-2026q1") -> Filled:
+    """G1 PASS, G2 PASS, G3 PASS (with a customer sign-off), G4 PASS with windows."""
+    out = Filled()
+    with clock_at(time.time() - 20 * DAY) as clock:
+        g1 = new_run(store, "G1", campaign=name, site=site, customer=customer,
+                     simulated=simulated)
+        add_checks(store, g1, G1_CHECKS)
+        finish_from_checks(store, g1)
+        clock.advance(DAY)
+        g2 = new_run(store, "G2", campaign=name, site=site, customer=customer,
+                     simulated=simulated)
+        add_checks(store, g2, G2_CHECKS)
+        finish_from_checks(store, g2)
+        clock.advance(DAY)
+        g3, cells = g3_run(store, PASS_PLANS, simulated=simulated, campaign=name, site=site,
+                           customer=customer)
+        runs.add_signoff(store, g3, role="customer", name="Chen Jing",
+                         note="accepted at the weekly review")
+        clock.advance(DAY)
+        g4 = g4_run(store, simulated=simulated, campaign=name, site=site, customer=customer,
+                    windows=240, requests=2000)
+    out.ids.update(G1=g1, G2=g2, G3=g3, G4=g4)
+    out.cells[g3] = cells
+    return out
+
+
+def g4_run(store: Store, *, windows: int, requests: int, simulated: bool = False,
+           campaign: str = "acme-2026q1", site: str = "acme-sh", customer: str = "ACME",
+           batch: int = 20000) -> int:
+    """A soak: one benchmark of `requests` rows and `windows` window:* series samples."""
+    rid = new_run(store, "G4", campaign=campaign, site=site, customer=customer,
+                  simulated=simulated)
+    add_checks(store, rid, [("error rate per window", "client1", "PASS", "<= 0.1 %", "0.02 %"),
+                            ("TTFT p99 drift", "client1", "PASS", "<= 10 %", "3.1 %"),
+                            ("GPU Xid errors", "gpu1", "PASS", "0", "0")])
+    bid = writer.start_benchmark(store, rid, arm="accelerated", layout="TP8", tier=16,
+                                 phase="soak", params={"engine_version": "vllm 0.11.0"})
+    rng = np.random.default_rng(3)
+    ttft = rng.lognormal(np.log(1.2), 0.2, size=requests)
+    rows = ({"idx": i, "scheduled": i * 0.2, "sent": i * 0.2, "ttft": float(ttft[i]),
+             "e2el": float(ttft[i]) + 3.0, "prompt_tokens": 8000, "output_tokens": 128,
+             "status": 200} for i in range(requests))
+    writer.insert_requests(store, bid, rows, batch=batch)
+    writer.finish_benchmark(store, bid, status="FINISHED", duration=windows * 60.0, summary={})
+    t0 = time.time()
+    drift = np.linspace(0, 0.05, windows)
+    samples = []
+    for w in range(windows):
+        at = t0 + 60.0 * w
+        for metric, value in (("ttft_p50", 1.2 + drift[w]), ("ttft_p99", 2.1 + 2 * drift[w]),
+                              ("throughput", 1700.0 - 100 * drift[w]), ("error_rate", 0.0002)):
+            noisy = abs(value * (1 + rng.normal(0, 0.02)))
+            samples.append({"source": "client1", "metric": f"window:{metric}", "labels": {},
+                            "at": at, "value": float(noisy)})
+    writer.insert_series(store, rid, samples, benchmark_id=bid)
+    runs.finish_run(store, rid, verdict="PASS", reason="", selected=3, total=3)
+    return rid
+
+
+def scenarios(store: Store) -> dict[str, int]:
+    """Every variant the report must handle, each in its own campaign; name -> run id."""
+    ids: dict[str, int] = {}
+    full = campaign(store, simulated=True)
+    ids.update({f"sim_{k}": v for k, v in full.ids.items()})
+    hostile = campaign(store, site=HOSTILE_SITE, customer=HOSTILE_CUSTOMER, name="hostile-1")
+    ids["hostile_G3"] = hostile.ids["G3"]
+    h1 = new_run(store, "G1", campaign="hostile-1", site=HOSTILE_SITE, customer=HOSTILE_CUSTOMER,
+                 operator="<img src=x onerror=alert(1)>")
+    add_checks(store, h1, [("gpu <model> & \"count\"", HOSTILE_HOST, "STOP-LOSS",
+                            "H100 x8 <expected>", "H100 x7 & one missing")])
+    finish_from_checks(store, h1)
+    ids["hostile_G1"] = h1
+    ids["stop_forced"], _ = g3_run(store, STOP_PLANS, forced=True, campaign="stop-1")
+    ids["signed"], _ = g3_run(store, SIGNED_PLANS, signed=True, campaign="signed-1")
+    ids["unsigned"], _ = g3_run(store, SIGNED_PLANS, campaign="unsigned-1")
+    ids["noev"], _ = g3_run(store, PASS_PLANS[:1], campaign="noev-1", with_series=False)
+    part = new_run(store, "G1", campaign="partial-1")
+    add_checks(store, part, G1_CHECKS[:2])
+    finish_from_checks(store, part, partial=True, selected=2, total=4)
+    ids["partial"] = part
+    running = new_run(store, "G2", campaign="running-1")
+    add_checks(store, running, G2_CHECKS[:1])
+    runs.heartbeat(store, running)
+    ids["running"] = running
+    aborted = new_run(store, "G3", campaign="aborted-1")
+    add_checks(store, aborted, [("same model on both arms", "gpu1", "PASS", "m", "m")])
+    runs.add_event(store, aborted, source="ansible", name="serve.yml: start engine",
+                   host="gpu1", status="unreachable", message="ssh: connect timed out")
+    runs.finish_run(store, aborted, verdict="ERROR", reason="aborted: process gone",
+                    status="ABORTED")
+    ids["aborted"] = aborted
+    empty = new_run(store, "G1", campaign="empty-1")
+    finish_from_checks(store, empty)
+    ids["empty"] = empty
+    with clock_at(time.time() - 30 * DAY) as clock:
+        for week, drop in enumerate((0.38, 0.37, 0.30)):
+            plans = [CellPlan("TP8", 4, drop, 0.33, "PASS"
+                              if drop - 0.04 >= 0.25 else "INCONCLUSIVE")]
+            ids[f"weekly_{week}"], _ = g3_run(store, plans, campaign="weekly-1", reps=2)
+            clock.advance(7 * DAY)
+    return ids
