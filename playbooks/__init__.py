@@ -1,0 +1,1 @@
+"""gate's Ansible playbooks, shipped as package data (harness.playbooks)."""

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # iproute2: network namespaces for the multi-host lab.
 APT_PACKAGES=(python3 python3-venv python3-dev openssh-server fio poppler-utils fontconfig
               fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 iproute2
-              procps)
+              procps sudo)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
