@@ -1,0 +1,240 @@
+"""/metrics: the engine's counters as vLLM V1 (and LMCache) expose them.
+
+Names, label sets and bucket bounds are the ones in the captured vLLM 0.25.1 exposition
+(fixtures/vllm-metrics_er0080_v0.25.1_idle.prom) and the LMCache excerpts; a collector reads
+EngineStats at scrape time so the request path only adds integers. One CollectorRegistry
+per app (no global registry). Durations are observed in wall seconds, as a client measures
+them; gate_sim_speed_factor says how much faster than modelled time that is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.samples import Sample
+
+from harness.sim.engine import Engine, kv_usage
+from harness.sim.stats import FINISH_REASONS, SOURCES, Histogram
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Identity:
+    model: str
+    profile: str
+    tp: int
+    instance: int
+    external_tier: bool
+    speed: float
+
+
+class SimCollector:
+    def __init__(self, engine: Engine, ident: Identity) -> None:
+        self.engine = engine
+        self.ident = ident
+        self.created = time.time()
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._vllm()
+        if self.ident.external_tier:
+            yield from self._lmcache()
+        yield from self._sim()
+
+    # -- vLLM --------------------------------------------------------------------------
+    def _vllm(self) -> Iterator[Metric]:
+        e, st = self.engine, self.engine.stats
+        base = ["engine", "model_name"]
+        lv = ["0", self.ident.model]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(name, doc, labels=base)
+            g.add_metric(lv, value)
+            return g
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            c = CounterMetricFamily(name, doc, labels=base)
+            c.add_metric(lv, value, created=self.created)
+            return c
+
+        yield gauge("vllm:num_requests_running",
+                    "Number of requests in model execution batches.", e.running)
+        yield gauge("vllm:num_requests_waiting",
+                    "Number of requests waiting to be processed.", st.waiting)
+        w = GaugeMetricFamily("vllm:num_requests_waiting_by_reason",
+                              "Number of waiting requests by reason.", labels=[*base, "reason"])
+        w.add_metric([*lv, "capacity"], st.waiting)
+        w.add_metric([*lv, "deferred"], 0)
+        yield w
+        yield gauge("vllm:kv_cache_usage_perc",
+                    "KV-cache usage. 1 means 100 percent usage.", kv_usage(e))
+        yield counter("vllm:prefix_cache_queries",
+                      "Prefix cache queries, in terms of number of queried tokens.",
+                      st.prefix_queries)
+        yield counter("vllm:prefix_cache_hits",
+                      "Prefix cache hits, in terms of number of cached tokens.", st.prefix_hits)
+        yield counter("vllm:external_prefix_cache_queries",
+                      "External prefix cache queries from KV connector cross-instance cache "
+                      "sharing, in terms of number of queried tokens.", st.external_queries)
+        yield counter("vllm:external_prefix_cache_hits",
+                      "External prefix cache hits from KV connector cross-instance cache "
+                      "sharing, in terms of number of cached tokens.", st.external_hits)
+        yield counter("vllm:num_preemptions",
+                      "Cumulative number of preemption from the engine.", 0)
+        yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+                      st.prompt_tokens)
+        src = CounterMetricFamily("vllm:prompt_tokens_by_source",
+                                  "Number of prompt tokens by source.", labels=[*base, "source"])
+        for s in SOURCES:
+            src.add_metric([*lv, s], st.by_source[s], created=self.created)
+        yield src
+        yield counter("vllm:prompt_tokens_cached",
+                      "Number of cached prompt tokens (local + external).",
+                      st.by_source["local_cache_hit"] + st.by_source["external_kv_transfer"])
+        yield counter("vllm:generation_tokens", "Number of generation tokens processed.",
+                      st.generation_tokens)
+        ok = CounterMetricFamily("vllm:request_success",
+                                 "Count of successfully processed requests.",
+                                 labels=[*base, "finished_reason"])
+        for reason in FINISH_REASONS:
+            ok.add_metric([*lv, reason], st.success[reason], created=self.created)
+        yield ok
+        for name, doc, h in (
+            ("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+             st.prompt_hist),
+            ("vllm:request_generation_tokens", "Number of generation tokens processed.",
+             st.generation_hist),
+            ("vllm:request_max_num_generation_tokens",
+             "Histogram of maximum number of requested generation tokens.", st.max_tokens_hist),
+            ("vllm:time_to_first_token_seconds",
+             "Histogram of time to first token in seconds.", st.ttft),
+            ("vllm:request_time_per_output_token_seconds",
+             "Histogram of time_per_output_token_seconds per request.", st.tpot),
+            ("vllm:e2e_request_latency_seconds",
+             "Histogram of e2e request latency in seconds.", st.e2e),
+            ("vllm:request_queue_time_seconds",
+             "Histogram of time spent in WAITING phase for request.", st.queue_time),
+            ("vllm:request_inference_time_seconds",
+             "Histogram of time spent in RUNNING phase for request.", st.inference_time),
+            ("vllm:request_prefill_time_seconds",
+             "Histogram of time spent in PREFILL phase for request.", st.prefill_time),
+            ("vllm:request_decode_time_seconds",
+             "Histogram of time spent in DECODE phase for request.", st.decode_time),
+        ):
+            yield self._histogram(name, doc, h, base, lv)
+        r = e.rates
+        info = GaugeMetricFamily("vllm:cache_config_info",
+                                 "Information of the LLMEngine CacheConfig",
+                                 labels=["block_size", "cache_dtype", "enable_prefix_caching",
+                                         "engine", "kv_cache_size_tokens", "num_gpu_blocks",
+                                         "prefix_caching_hash_algo"])
+        info.add_metric([str(r.block_size), "auto", "True", "0", str(r.gpu_cache_tokens),
+                         str(r.gpu_cache_tokens // r.block_size), "sha256"], 1.0)
+        yield info
+
+    def _histogram(self, name: str, doc: str, h: Histogram, labels: list[str],
+                   values: list[str]) -> Metric:
+        fam = HistogramMetricFamily(name, doc, labels=labels)
+        cum = h.cumulative()
+        buckets = [(_le(b), float(c)) for b, c in zip(h.bounds, cum, strict=False)]
+        buckets.append(("+Inf", float(cum[-1])))
+        fam.add_metric(values, buckets, h.sum)
+        fam.samples.append(Sample(name + "_created", dict(zip(labels, values, strict=True)),
+                                  self.created))
+        return fam
+
+    # -- LMCache -----------------------------------------------------------------------
+    def _lmcache(self) -> Iterator[Metric]:
+        st = self.engine.stats
+        labels = ["model_name", "worker_id"]
+        workers = [str(w) for w in range(self.ident.tp)]
+        model = self.ident.model
+        for name, doc, value in (
+            ("lmcache:num_retrieve_requests", "Total number of retrieve requests sent to "
+             "lmcache", st.lm_retrieve_requests),
+            ("lmcache:num_store_requests", "Total number of store requests sent to lmcache",
+             st.lm_store_requests),
+            ("lmcache:num_requested_tokens", "Total number of tokens requested from lmcache",
+             st.lm_requested_tokens),
+            ("lmcache:num_hit_tokens", "Total number of tokens hit in lmcache",
+             st.lm_hit_tokens),
+            ("lmcache:num_stored_tokens", "Total number of tokens stored in lmcache",
+             st.lm_stored_tokens),
+            ("lmcache:num_remote_read_requests", "Total number of reads from the remote "
+             "backend", st.lm_remote_reads),
+            ("lmcache:num_remote_read_bytes", "Total number of bytes read from the remote "
+             "backend", st.lm_remote_read_bytes),
+            ("lmcache:num_lookup_requests", "Total number of lookup requests sent to lmcache",
+             st.lm_lookup_requests),
+            ("lmcache:num_lookup_requested_tokens", "Total number of tokens requested during "
+             "lookup from lmcache", st.lm_lookup_tokens),
+        ):
+            c = CounterMetricFamily(name, doc, labels=labels)
+            for w in workers:  # LMCache reports per TP worker, each the same token counts
+                c.add_metric([model, w], value, created=self.created)
+            yield c
+        h = st.lm_retrieve_time
+        fam = HistogramMetricFamily("lmcache:time_to_retrieve", "Time to retrieve from cache "
+                                    "(seconds)", labels=labels)
+        cum = h.cumulative()
+        for w in workers:
+            buckets = [(_le(b), float(c))
+                       for b, c in zip(h.bounds, cum, strict=False)]
+            buckets.append(("+Inf", float(cum[-1])))
+            fam.add_metric([model, w], buckets, h.sum)
+        yield fam
+
+    # -- the simulator itself ----------------------------------------------------------
+    def _sim(self) -> Iterator[Metric]:
+        i = self.ident
+        g = GaugeMetricFamily("gate_sim_speed_factor",
+                              "Modelled durations are divided by this factor (1 = real time).",
+                              labels=["model_name"])
+        g.add_metric([i.model], i.speed)
+        yield g
+        info = GaugeMetricFamily("gate_sim_info", "This endpoint is the gate simulator.",
+                                 labels=["external_tier", "instance", "model_name", "profile",
+                                         "tp"])
+        info.add_metric(["on" if i.external_tier else "off", str(i.instance), i.model,
+                         i.profile, str(i.tp)], 1.0)
+        yield info
+        tier = self.engine.tier
+        t = GaugeMetricFamily("gate_sim_tier_chunks", "Chunks in the external tier's index.",
+                              labels=["model_name"])
+        t.add_metric([i.model], float(tier.count()) if tier is not None else 0.0)
+        yield t
+
+
+def build_registry(engine: Engine, ident: Identity) -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=reg)
+    PlatformCollector(registry=reg)
+    GCCollector(registry=reg)
+    reg.register(SimCollector(engine, ident))
+    return reg
+
+
+def render(reg: CollectorRegistry) -> bytes:
+    return generate_latest(reg)
+
+
+def family_names(text: Iterable[str]) -> list[str]:
+    """The metric family names in an exposition (for tests and docs)."""
+    return [line.split()[2] for line in text if line.startswith("# TYPE ")]
+
+
+def _le(bound: float) -> str:
+    """A bucket bound as Prometheus prints it ("0.001", "1.0", "2560.0")."""
+    return repr(float(bound))

@@ -1,0 +1,145 @@
+"""What one simulated engine is started with: the contract between `gate sim`, the
+process controller and whoever starts engines (the demo, tests).
+
+An EngineSpec round-trips through JSON (kept in the controller's state dir, so `restart`
+reuses the same arguments) and through argv (the `gate sim` command line).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+from harness.sim.profiles import DEFAULT_PROFILE, Profile, get_profile
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """Faults injected on purpose; all draws come from the engine's seeded RNG."""
+
+    error_rate: float = 0.0  # share of requests that fail: HTTP 500 or a stream cut mid-way
+    stall_rate: float = 0.0  # share of requests whose stream pauses once mid-decode
+    stall_s: float = 5.0  # modelled seconds of one stall
+    crash_after: int | None = None  # the process exits when request N+1 arrives
+    slow_start_s: float = 0.0  # modelled seconds of 503 on /health after start
+
+    def check(self) -> None:
+        for name in ("error_rate", "stall_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise UsageError(f"must be between 0 and 1, got {value}",
+                                 key="--" + name.replace("_", "-"))
+        if self.stall_s < 0 or self.slow_start_s < 0:
+            raise UsageError("durations must be >= 0", key="--stall-s/--slow-start")
+        if self.crash_after is not None and self.crash_after < 0:
+            raise UsageError("must be >= 0", key="--crash-after")
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    profile: str = DEFAULT_PROFILE
+    host: str = "127.0.0.1"
+    port: int = 8000
+    external_tier: bool = False
+    speed: float = 1.0  # divides every modelled duration
+    tp: int | None = None  # None: the profile's default
+    instance: int = 0  # index of this engine within its layout (TP4x2: 0 and 1)
+    tier_dir: Path | None = None  # None with the tier on: an in-memory tier (lost on exit)
+    tier_reset: bool = False
+    diskstats: Path | None = None
+    diskstats_device: str = "nvme9n1"
+    cache_dir: Path | None = None  # shared prompt-digest cache (speed only, no numbers)
+    tier_read_gbps: float | None = None  # override the profile's tier read bandwidth
+    model: str | None = None  # serve under another name (arms that differ, on purpose)
+    seed: int = 0
+    stream_interval: int = 1  # tokens per streamed chunk after the first, like vLLM's
+    faults: FaultSpec = field(default_factory=FaultSpec)
+
+    def resolved_profile(self) -> Profile:
+        return get_profile(self.profile)
+
+    def resolved_tp(self) -> int:
+        return self.tp if self.tp is not None else self.resolved_profile().default_tp
+
+    def served_model(self) -> str:
+        return self.model or self.resolved_profile().model
+
+    def check(self) -> None:
+        self.resolved_profile()
+        if not self.speed > 0:
+            raise UsageError(f"must be > 0, got {self.speed}", key="--speed")
+        if self.tp is not None and self.tp < 1:
+            raise UsageError(f"must be >= 1, got {self.tp}", key="--tp")
+        if self.instance < 0:
+            raise UsageError("must be >= 0", key="--instance")
+        if not 0 <= self.port <= 65535:
+            raise UsageError(f"not a port: {self.port}", key="--port")
+        if self.tier_read_gbps is not None and not self.tier_read_gbps > 0:
+            raise UsageError(f"must be > 0, got {self.tier_read_gbps}", key="--tier-read-gbps")
+        if self.stream_interval < 1:
+            raise UsageError("must be >= 1", key="--stream-interval")
+        self.faults.check()
+
+    def url(self) -> str:
+        host = self.host
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def for_restart(self) -> EngineSpec:
+        """A cold restart keeps the tier: never reset it again."""
+        return replace(self, tier_reset=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("tier_dir", "diskstats", "cache_dir"):
+            if data[key] is not None:
+                data[key] = str(data[key])
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EngineSpec:
+        data = dict(data)
+        faults = FaultSpec(**data.pop("faults", {}))
+        for key in ("tier_dir", "diskstats", "cache_dir"):
+            if data.get(key) is not None:
+                data[key] = Path(data[key])
+        return cls(faults=faults, **data)
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True)
+
+    def to_argv(self) -> list[str]:
+        """The `gate sim` options that recreate this spec."""
+        argv = [
+            "--profile", self.profile, "--host", self.host, "--port", str(self.port),
+            "--external-tier", "on" if self.external_tier else "off",
+            "--speed", repr(self.speed), "--instance", str(self.instance),
+            "--seed", str(self.seed), "--stream-interval", str(self.stream_interval),
+            "--diskstats-device", self.diskstats_device,
+        ]
+        if self.tp is not None:
+            argv += ["--tp", str(self.tp)]
+        if self.tier_dir is not None:
+            argv += ["--tier-dir", str(self.tier_dir)]
+        if self.tier_reset:
+            argv.append("--tier-reset")
+        if self.diskstats is not None:
+            argv += ["--diskstats", str(self.diskstats)]
+        if self.cache_dir is not None:
+            argv += ["--cache-dir", str(self.cache_dir)]
+        if self.tier_read_gbps is not None:
+            argv += ["--tier-read-gbps", repr(self.tier_read_gbps)]
+        if self.model is not None:
+            argv += ["--model", self.model]
+        f = self.faults
+        argv += ["--error-rate", repr(f.error_rate), "--stall-rate", repr(f.stall_rate),
+                 "--stall-s", repr(f.stall_s), "--slow-start", repr(f.slow_start_s)]
+        if f.crash_after is not None:
+            argv += ["--crash-after", str(f.crash_after)]
+        return argv
