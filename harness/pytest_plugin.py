@@ -63,11 +63,19 @@ class GateContext:
     simulated: bool = False
     pool: Any = None  # harness.transport.TransportPool, created lazily
 
+    @property
+    def sudo_password(self) -> str | None:
+        """From the environment only (never the config, never stored)."""
+        import os
+
+        return os.environ.get("GATE_SUDO_PASSWORD") or None
+
     def transport_pool(self) -> Any:
         if self.pool is None:
             from harness.transport import TransportPool
 
-            self.pool = TransportPool(self.inventory, known_hosts=self.loaded.known_hosts_path)
+            self.pool = TransportPool(self.inventory, known_hosts=self.loaded.known_hosts_path,
+                                      sudo_password=self.sudo_password)
         return self.pool
 
     def mark_simulated(self) -> None:
@@ -132,6 +140,7 @@ class GatePlugin:
     # -- collection -----------------------------------------------------------------------
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "hosts(group): run once per host of the group")
+        config.stash[GATE_KEY] = self.ctx
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "host_spec" not in metafunc.fixturenames:
@@ -227,6 +236,7 @@ class GatePlugin:
 
 
 _RECORDER = pytest.StashKey[CheckRecorder]()
+GATE_KEY = pytest.StashKey[GateContext]()  # a suite's conftest reads it at collection time
 
 
 def now() -> float:

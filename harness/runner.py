@@ -107,6 +107,10 @@ def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
 def prepare_inventory(req: RunRequest) -> Inventory:
     inventory = load_inventory(req.inventory_path or req.loaded.inventory_path)
     inventory.require_groups(REQUIRED_GROUPS.get(req.gate, ()))
+    if req.gate == "G3" and req.suite_dir is None:
+        from harness.g3.plan import validate
+
+        validate(req.loaded.config, inventory)
     return inventory
 
 

@@ -148,9 +148,24 @@ class Repetitions(Frozen):
 
 
 class Evidence(Frozen):
+    """What proves the accelerated arm read from the tier and the baseline did not."""
+
     min_external_hit_share: float = Field(default=0.5, ge=0, le=1)
     storage_sample_interval: float = Field(default=1.0, gt=0)
     metrics_interval: float = Field(default=5.0, gt=0)
+    storage_groups: list[str] = Field(default_factory=lambda: ["storage"])
+    diskstats: str = "/proc/diskstats"  # path on the storage hosts
+    devices: list[str] = Field(default_factory=list, description="empty: every whole disk")
+
+
+class Estimate(Frozen):
+    """Rough durations for `gate run G3 --dry-run` (seconds); set them from experience."""
+
+    start_s: float = Field(default=300.0, ge=0)
+    restart_s: float = Field(default=300.0, ge=0)
+    drop_caches_s: float = Field(default=5.0, ge=0)
+    recompute_tokens_per_s: float = Field(default=20000.0, gt=0)
+    tier_tokens_per_s: float = Field(default=80000.0, gt=0)
 
 
 class G3(Frozen):
@@ -165,6 +180,7 @@ class G3(Frozen):
     phase_timeout: float = Field(default=3600.0, gt=0)
     gate_budget: float = Field(default=7 * 24 * 3600.0, gt=0)
     evidence: Evidence = Evidence()
+    estimate: Estimate = Estimate()
     optional: list[str] = Field(default_factory=list)
 
     @field_validator("tiers")

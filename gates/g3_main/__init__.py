@@ -1,0 +1,1 @@
+"""G3 main gate suite."""

@@ -1,0 +1,60 @@
+"""G3 fixtures: the session that drives arms, load and evidence; cells parametrized from
+the site config at collection time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness.errors import InfrastructureError
+from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.plan import cells
+from harness.g3.session import G3Session
+from harness.pytest_plugin import GATE_KEY, GateContext
+from harness.store import runs as store_runs
+
+DROP_CACHES = "sync && echo 3 > /proc/sys/vm/drop_caches"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    ctx = metafunc.config.stash[GATE_KEY]
+    cfg = ctx.loaded.config
+    if "cell" in metafunc.fixturenames:
+        all_cells = cells(cfg)
+        metafunc.parametrize("cell", all_cells, ids=[c.key for c in all_cells])
+    if "layout" in metafunc.fixturenames:
+        chosen = cfg.gates.g3.layouts or [layout.name for layout in cfg.layouts]
+        layouts = [cfg.layout(n) for n in chosen]
+        metafunc.parametrize("layout", layouts, ids=[la.name for la in layouts])
+
+
+@pytest.fixture(scope="session")
+def g3(gate: GateContext) -> Iterator[G3Session]:
+    cfg = gate.loaded.config
+    pool = gate.transport_pool()
+
+    def event(**fields: Any) -> None:
+        store_runs.add_event(gate.store, gate.run_id, **fields)
+
+    runner = transport_action_runner(pool, gate.inventory, gate.loaded.known_hosts_path,
+                                     gate.artifact_dir, event,
+                                     become_password=gate.sudo_password)
+    storage = [(h.name, pool.get(h.name))
+               for group in cfg.gates.g3.evidence.storage_groups
+               if group in gate.inventory.groups for h in gate.inventory.group(group)]
+
+    def drop_caches(groups: list[str]) -> None:
+        names = sorted({h.name for g in groups for h in gate.inventory.group(g)})
+        for name in names:
+            result = pool.get(name).run_shell(DROP_CACHES, sudo=True, timeout=300)
+            event(source="harness", name="drop page cache", host=name,
+                  status="ok" if result.rc == 0 else "failed", message=result.stderr[-500:])
+            if result.rc != 0:
+                # Without the drop a read may come from RAM and inflate the gain: never PASS.
+                raise InfrastructureError(f"page-cache drop failed: {result.stderr.strip()}",
+                                          host=name, command=DROP_CACHES, stage="drop_caches")
+
+    yield G3Session(gate=gate, control=ArmControl(cfg, gate.inventory, runner),
+                    drop_caches=drop_caches, storage_hosts=storage)

@@ -1,0 +1,76 @@
+"""G3: with vs without the accelerator, same model, same TP layout, long-context cold
+recovery. Preflight checks per layout, then one check per layout x concurrency cell."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.config.models import Layout
+from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
+from harness.g3.plan import Cell
+from harness.g3.session import G3Session
+from harness.pytest_plugin import CheckRecorder
+
+
+def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
+                                   check: CheckRecorder) -> None:
+    pre = g3.preflight(layout)
+    check.expect(f"both arms serve {g3.config.model.name} with the same max_model_len "
+                 "and engine version")
+    check.measure({arm: sorted({str(c["model"]) for c in cards})
+                   for arm, cards in pre.cards.items()})
+    model_problems = [p for p in pre.problems if "tp=" not in p and "instances" not in p]
+    if model_problems:
+        raise MeasurementError("arms are not comparable: " + "; ".join(model_problems),
+                               stage="preflight")
+
+
+def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
+                                        check: CheckRecorder) -> None:
+    pre = g3.preflight(layout)
+    check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms")
+    check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
+    layout_problems = [p for p in pre.problems if "tp=" in p or "instances" in p]
+    if layout_problems:
+        raise MeasurementError("arms are not comparable: " + "; ".join(layout_problems),
+                               stage="preflight")
+
+
+def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,
+                                                check: CheckRecorder) -> None:
+    pre = g3.preflight(layout)
+    check.expect("vllm:external_prefix_cache_* or lmcache:* on every accelerated instance")
+    check.measure("present" if pre.accelerated_exposes_external else "absent")
+    if not pre.accelerated_exposes_external:
+        raise Inconclusive("the accelerated arm exposes no external-cache counters: "
+                           "nothing would prove the tier was hit")
+
+
+def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
+    pre = g3.preflight(cell.layout)
+    if pre.problems:
+        raise MeasurementError("not compared: preflight found " + "; ".join(pre.problems),
+                               stage="preflight")
+    t = g3.config.gates.g3.thresholds
+    check.expect(f"TTFT p50 drop >= {t.ttft_p50_drop:.0%} and throughput gain >= "
+                 f"{t.throughput_gain:.0%} (band top {t.band_top:.0%}), whole "
+                 f"{g3.config.gates.g3.confidence:.0%} CI")
+    decision, problem = g3.run_cell(cell)
+    if decision is not None:
+        check.measure(f"drop {decision.drop.value:.1%} [{decision.drop.lo:.1%}, "
+                      f"{decision.drop.hi:.1%}], gain {decision.gain.value:.1%} "
+                      f"[{decision.gain.lo:.1%}, {decision.gain.hi:.1%}], "
+                      f"{decision.repetitions} pairs")
+    if problem:
+        if decision is not None:
+            g3.store_cell(cell, decision, [], override=problem)
+        raise Inconclusive(problem)
+    assert decision is not None
+    verdict = decision.verdict.value
+    if decision.needs_signoff:
+        raise NeedsSignoff(decision.reason)
+    if verdict == "INCONCLUSIVE":
+        raise Inconclusive(decision.reason)
+    if verdict == "STOP-LOSS":
+        pytest.fail(f"STOP-LOSS: {decision.reason}", pytrace=False)
+    assert verdict == "PASS", f"unexpected cell verdict {verdict}"

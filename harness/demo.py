@@ -1,0 +1,196 @@
+"""`gate demo`: a whole campaign against a simulated lab on this machine.
+
+It writes a real site (gate.yaml, hosts.ini, a store) whose arms start and stop simulated
+engines (`python -m harness.sim.control`), runs the gates that exist in order (forcing
+past the ones not built yet, recorded as FORCED), renders the report and prints the
+verdicts. Everything it writes stays in the output directory for a look afterwards.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
+DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
+
+
+def free_port_pair() -> int:
+    """A port P with P and P+1 free on loopback (TP4x2 needs two)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port < 65000:
+            with socket.socket() as s2:
+                try:
+                    s2.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+    raise OSError("no two adjacent free ports on loopback")
+
+
+def _engine_cmd(verb: str, state: Path, extra: list[str]) -> str:
+    argv = [sys.executable, "-m", "harness.sim.control", verb, "--state-dir", str(state), *extra]
+    return "[" + ", ".join(_q(a) for a in argv) + "]"
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
+    profile = SCENARIOS[scenario]
+    engines = root / "engines"
+    tier = root / "tier"
+    disk = root / "storage" / "diskstats"
+
+    def arm(name: str, tier_on: bool) -> str:
+        state = engines / f"{name}-{{layout}}-{{instance}}"
+        common = ["--profile", profile, "--port", "{port}", "--tp", "{tp}",
+                  "--instance", "{instance}", "--speed", str(speed),
+                  "--external-tier", "on" if tier_on else "off", "--diskstats", str(disk),
+                  "--seed", "7", "--cache-dir", str(root / "tokcache"),
+                  "--stream-interval", "8"]
+        if tier_on:
+            common += ["--tier-dir", str(tier)]
+        return (f"  {name}:\n"
+                f"    start: {{command: {_engine_cmd('start', state, common)}}}\n"
+                f"    stop: {{command: {_engine_cmd('stop', state, [])}}}\n"
+                f"    restart: {{command: {_engine_cmd('restart', state, [])}}}\n"
+                f"    health_timeout: 60\n")
+
+    return f"""\
+# Written by `gate demo`: a simulated lab on this machine ({scenario} scenario,
+# profile {profile}, speed x{speed:g}). Every run against it is flagged SIMULATED.
+site: {{name: demo-lab, customer: "Demo Customer 演示客户", vendor: "Demo Vendor"}}
+campaign: {{name: demo-{scenario}, operator: demo}}
+inventory: hosts.ini
+known_hosts: known_hosts
+simulated: true
+model: {{name: Qwen/Qwen2.5-32B-Instruct, layers: 64, kv_heads: 8, head_dim: 128, dtype: bf16}}
+arms:
+{arm("baseline", False)}{arm("accelerated", True)}
+layouts:
+  - {{name: TP8, tp: 8, instances: [{{host: gpu1, port: {port}}}]}}
+  - {{name: TP4x2, tp: 4, instances: [{{host: gpu1, port: {port}}},
+                                    {{host: gpu1, port: {port + 1}}}]}}
+load: {{placement: local, timeout: 120}}
+workload: {{kind: doc-qa, doc_tokens: 32000, question_tokens: 64, max_tokens: 128, seed: 7}}
+gates:
+  g3:
+    tiers: [4, 8, 16]
+    repetitions: {{min: 3, max: 8}}
+    drop_caches_on: []        # simulated hosts: there is no page cache in front of the tier
+    bootstrap: 1000
+    evidence: {{diskstats: {disk}, storage_groups: [storage]}}
+report: {{lang: en}}
+"""
+
+
+INVENTORY = """\
+# Written by `gate demo`: every simulated host is this machine.
+[gpu]
+gpu1 ansible_connection=local ansible_host=127.0.0.1
+[storage]
+fx100-sim ansible_connection=local ansible_host=127.0.0.1
+[client]
+loadgen-sim ansible_connection=local ansible_host=127.0.0.1
+"""
+
+
+@dataclass(frozen=True)
+class DemoSite:
+    root: Path
+    config: Path
+    db_url: str
+
+
+def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
+    root = out / f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
+    root.mkdir(parents=True, exist_ok=False)
+    (root / "storage").mkdir()
+    (root / "hosts.ini").write_text(INVENTORY, encoding="utf-8")
+    (root / "known_hosts").touch()
+    config = root / "gate.yaml"
+    config.write_text(site_yaml(root, scenario, free_port_pair(), speed), encoding="utf-8")
+    return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}")
+
+
+def _stop_leftovers(root: Path) -> None:
+    """Whatever happened, no simulated engine outlives the demo."""
+    try:
+        from harness.sim.control import stop_engine
+    except ImportError:  # pragma: no cover - the simulator ships with the harness
+        return
+    for state in sorted((root / "engines").glob("*")):
+        try:
+            stop_engine(state)
+        except Exception:  # a stale pidfile must not hide the demo's own result
+            continue
+
+
+def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.cli.run_cmd import _progress_printer
+    from harness.config.loader import load_config
+    from harness.errors import GateError, UsageError
+    from harness.runner import RunRequest, run_gate, suite_path
+    from harness.store import Store
+    from harness.verdict import GATE_NAMES, GATES
+
+    err = Console(stderr=True)
+    site = write_site(out, scenario, speed)
+    err.print(f"[bold]gate demo[/] ({scenario}) in {site.root}")
+    loaded = load_config(site.config)
+    store = Store(site.db_url)
+    results: dict[str, tuple[str, str, int | None]] = {}
+    code = 3
+    try:
+        forced = False
+        for gate in GATES:
+            try:
+                suite_path(gate)
+            except UsageError:
+                results[gate] = ("not built", "no suite in this version", None)
+                forced = True
+                continue
+            err.print(f"[bold]{gate}[/] {GATE_NAMES[gate]}" + (" (FORCED)" if forced else ""))
+            outcome = run_gate(RunRequest(gate=gate, loaded=loaded, store=store, forced=forced,
+                                          artifact_root=site.root / "artifacts"),
+                               progress=_progress_printer())
+            results[gate] = (outcome.verdict.value + (" (FORCED)" if forced else ""),
+                             outcome.reason, outcome.run_id)
+            if gate == "G3":
+                code = outcome.exit_code
+            if outcome.verdict.value != "PASS":
+                break
+    finally:
+        _stop_leftovers(site.root)
+    reports: list[Path] = []
+    try:
+        from harness.report import render_campaign_report
+
+        reports = render_campaign_report(store, loaded.config.campaign.name,
+                                         site.root / f"report-{lang}", lang, fmt)
+    except ImportError:
+        err.print("report: not available in this version")
+    except GateError as exc:
+        err.print(f"report: {exc.one_line()}")
+    table = Table(title=f"demo ({scenario}) - SIMULATED")
+    for col in ("gate", "", "verdict", "run", "reason"):
+        table.add_column(col)
+    for gate in GATES:
+        verdict, reason, run_id = results.get(gate, ("not run", "", None))
+        table.add_row(gate, GATE_NAMES[gate], verdict, str(run_id or ""), reason[:70])
+    Console().print(table)
+    for path in reports:
+        print(f"report: {path}")
+    print(f"store: {site.db_url}")
+    return code

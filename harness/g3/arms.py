@@ -1,0 +1,186 @@
+"""Start, stop and cold-restart an arm of the A/B on every instance of a layout.
+
+An action is a playbook (harness.ansible, with the instance's vars as extravars) or a
+command (argv with `{arm}` `{layout}` `{tp}` `{instance}` `{port}` `{host}` `{address}`
+filled in, run on the named inventory host through its Transport, or on the gate host for
+`host: local`). After start / restart the harness waits for every endpoint's /health.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config.inventory import Inventory
+from harness.config.models import Action, Arm, CommandAction, Layout, SiteConfig
+from harness.errors import EndpointError, InfrastructureError, UsageError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    instance: int
+    host: str
+
+
+def endpoints(config: SiteConfig, inventory: Inventory, arm_name: str,
+              layout: Layout) -> list[Endpoint]:
+    """The arm's URLs for a layout: declared per arm, else http://<host address>:<port>."""
+    arm = _arm(config, arm_name)
+    declared = arm.endpoints.get(layout.name)
+    if declared:
+        if len(declared) != len(layout.instances):
+            raise UsageError(f"{len(declared)} endpoints for {len(layout.instances)} instances",
+                             key=f"arms.{arm_name}.endpoints.{layout.name}")
+        return [Endpoint(u.rstrip("/"), i, inst.host)
+                for i, (u, inst) in enumerate(zip(declared, layout.instances, strict=True))]
+    out = []
+    for i, inst in enumerate(layout.instances):
+        address = inventory.host(inst.host).address if inst.host in inventory.hosts \
+            else inst.host
+        out.append(Endpoint(f"{inst.scheme}://{address}:{inst.port}", i, inst.host))
+    return out
+
+
+def _arm(config: SiteConfig, name: str) -> Arm:
+    if config.arms is None:
+        raise UsageError("G3 needs `arms: {baseline: ..., accelerated: ...}`", key="arms")
+    arm: Arm = getattr(config.arms, name)
+    return arm
+
+
+def wait_healthy(url: str, timeout: float, *, interval: float = 0.2) -> float:
+    """Poll GET /health until 200; returns the seconds it took."""
+    start = time.monotonic()
+    last = "no answer"
+    while time.monotonic() - start < timeout:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return time.monotonic() - start
+                last = f"HTTP {resp.status}"
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(getattr(exc, "reason", exc))
+        time.sleep(interval)
+    raise EndpointError(f"not healthy after {timeout:.0f} s ({last})", host=url, stage="health")
+
+
+ActionRunner = Callable[[Action, dict[str, str], str], None]
+
+
+@dataclass
+class ArmControl:
+    """Runs an arm's actions for a layout; `run_action` is injected (transport / ansible)."""
+
+    config: SiteConfig
+    inventory: Inventory
+    run_action: ActionRunner
+
+    def _vars(self, arm: str, layout: Layout, ep: Endpoint) -> dict[str, str]:
+        inst = layout.instances[ep.instance]
+        address = (self.inventory.host(inst.host).address if inst.host in self.inventory.hosts
+                   else inst.host)
+        return {"arm": arm, "layout": layout.name, "tp": str(layout.tp),
+                "instance": str(ep.instance), "port": str(inst.port), "host": inst.host,
+                "address": address, "url": ep.url}
+
+    def _do(self, arm: str, layout: Layout, which: str, wait: bool) -> float:
+        spec = _arm(self.config, arm)
+        action: Action | None = getattr(spec, which)
+        if action is None and which == "restart":  # no restart action: stop + start
+            self._do(arm, layout, "stop", wait=False)
+            return self._do(arm, layout, "start", wait=True)
+        assert action is not None
+        eps = endpoints(self.config, self.inventory, arm, layout)
+        start = time.monotonic()
+        for ep in eps:
+            self.run_action(action, self._vars(arm, layout, ep), f"{arm} {which} {layout.name}")
+        if wait:
+            for ep in eps:
+                wait_healthy(ep.url, spec.health_timeout)
+        return time.monotonic() - start
+
+    def start(self, arm: str, layout: Layout) -> float:
+        return self._do(arm, layout, "start", wait=True)
+
+    def restart(self, arm: str, layout: Layout) -> float:
+        return self._do(arm, layout, "restart", wait=True)
+
+    def stop(self, arm: str, layout: Layout) -> float:
+        return self._do(arm, layout, "stop", wait=False)
+
+
+def fill(argv: list[str], values: dict[str, str]) -> list[str]:
+    """Fill `{name}` placeholders; an unknown one is a config error, not a crash."""
+    return [_fill_one(a, values) for a in argv]
+
+
+def _fill_one(text: str, values: dict[str, str]) -> str:
+    try:
+        return text.format_map(values)
+    except (KeyError, ValueError, IndexError) as exc:
+        raise UsageError(f"bad placeholder in {text!r}: {exc}",
+                         hint=f"known: {', '.join('{' + k + '}' for k in values)}") from None
+
+
+def fill_vars(value: object, values: dict[str, str]) -> object:
+    """Playbook vars get the same placeholders (Ansible does not template gate's vars)."""
+    if isinstance(value, str):
+        return _fill_one(value, values)
+    if isinstance(value, list):
+        return [fill_vars(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: fill_vars(v, values) for k, v in value.items()}
+    return value
+
+
+def transport_action_runner(pool: Any, inventory: Inventory, known_hosts: Path,
+                            artifact_dir: Path, on_event: Callable[..., None],
+                            become_password: str | None = None) -> ActionRunner:
+    """The real runner: commands over the host's Transport, playbooks via ansible-runner."""
+
+    def run(action: Action, values: dict[str, str], what: str) -> None:
+        started = time.monotonic()
+        if isinstance(action, CommandAction):
+            argv = fill(action.command, values)
+            if action.host == "local":
+                from harness.transport import LocalTransport
+
+                with LocalTransport() as local:
+                    result = local.run(argv, timeout=action.timeout)
+            else:
+                result = pool.get(action.host).run(argv, timeout=action.timeout)
+            ok = result.rc == 0
+            on_event(source="action", name=what, host=action.host,
+                     status="ok" if ok else "failed", duration=time.monotonic() - started,
+                     message=(result.stderr or result.stdout)[-2000:] if not ok else "")
+            if not ok:
+                raise InfrastructureError(
+                    f"{what} failed (rc {result.rc}): {result.stderr.strip()[-300:]}",
+                    host=action.host, command=" ".join(argv), stage=what)
+            return
+        from harness.ansible import playbook_path, run_playbook
+
+        filled = fill_vars(dict(action.vars), values)
+        assert isinstance(filled, dict)
+        extravars: dict[str, object] = {**values, **filled}
+
+        def ansible_event(ev: Any) -> None:
+            on_event(source="ansible", name=f"{action.playbook}: {ev.task}", host=ev.host,
+                     status=ev.status, duration=ev.duration, message=ev.message)
+
+        run_playbook(playbook_path(action.playbook), inventory=inventory.path,
+                     known_hosts=known_hosts, limit=action.limit or values["host"],
+                     extravars=extravars, artifact_dir=artifact_dir / "ansible",
+                     on_event=ansible_event, become_password=become_password)
+        on_event(source="action", name=what, host=values["host"], status="ok",
+                 duration=time.monotonic() - started, message="")
+
+    return run

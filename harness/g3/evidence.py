@@ -1,0 +1,132 @@
+"""Evidence that the accelerated arm read its KV from the tier and the baseline did not:
+engine /metrics deltas over the measured phase, and storage read bandwidth sampled from
+/proc/diskstats on the storage hosts over their Transport (as at a real site)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.errors import GateError
+from harness.probes.diskstats import total_bytes_read
+
+
+@dataclass
+class StorageSample:
+    host: str
+    at: float
+    bytes_read: int
+
+
+@dataclass
+class StorageSampler:
+    """Reads diskstats on each storage host every `interval` s in a background thread."""
+
+    hosts: Sequence[tuple[str, Any]]  # (name, Transport)
+    path: str
+    devices: list[str]
+    interval: float = 1.0
+    samples: list[StorageSample] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def _read_all(self) -> None:
+        for name, transport in self.hosts:
+            try:
+                text = transport.read_file(self.path).decode("utf-8", "replace")
+                self.samples.append(StorageSample(name, time.time(),
+                                                  total_bytes_read(text, self.devices)))
+            except (GateError, OSError) as exc:
+                self.errors.append(f"{name}: {exc}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._read_all()
+
+    def __enter__(self) -> StorageSampler:
+        self._read_all()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="diskstats")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 30)
+        self._read_all()
+
+    def series(self) -> list[dict[str, Any]]:
+        """Cumulative bytes read since the phase began, per host (store `series` rows)."""
+        first: dict[str, int] = {}
+        out = []
+        for s in self.samples:
+            base = first.setdefault(s.host, s.bytes_read)
+            out.append({"source": s.host, "metric": "storage_read_bytes", "labels": {},
+                        "at": s.at, "value": float(s.bytes_read - base)})
+        return out
+
+    def bandwidth(self) -> dict[str, float]:
+        """GB/s between samples, summed over hosts per instant: p50, max and total bytes."""
+        rates: list[float] = []
+        total = 0.0
+        for host in {s.host for s in self.samples}:
+            pts = [s for s in self.samples if s.host == host]
+            total += pts[-1].bytes_read - pts[0].bytes_read if pts else 0
+            for a, b in itertools.pairwise(pts):
+                if b.at > a.at:
+                    rates.append((b.bytes_read - a.bytes_read) / (b.at - a.at) / 1e9)
+        if not rates:
+            return {"gbps_p50": 0.0, "gbps_max": 0.0, "bytes_read": total}
+        arr = np.asarray(rates)
+        return {"gbps_p50": float(np.percentile(arr, 50)), "gbps_max": float(arr.max()),
+                "bytes_read": total}
+
+
+Scraper = Callable[[str], Any]
+
+
+def scrape_all(urls: Sequence[str], scrape: Scraper) -> list[Any]:
+    return [scrape(f"{u}/metrics") for u in urls]
+
+
+def summed_evidence(befores: Sequence[Any], afters: Sequence[Any],
+                    diff: Callable[[Any, Any], Any]) -> dict[str, Any]:
+    """Cache evidence per instance, summed over the layout's instances, with the share
+    computed by CacheEvidence's own precedence (prompt tokens by source, else vLLM's
+    external hits, else LMCache hit / requested, which is the same on every TP worker)."""
+    from dataclasses import replace
+
+    per = [diff(b, a) for b, a in zip(befores, afters, strict=True)]
+    fields = ("prompt_tokens", "prefix_queries", "prefix_hits", "external_queries",
+              "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens")
+
+    def total(name: str) -> float | None:
+        vals = [getattr(e, name) for e in per if getattr(e, name) is not None]
+        return float(sum(vals)) if vals else None
+
+    by_source: dict[str, float] = {}
+    for e in per:
+        for k, v in (e.by_source or {}).items():
+            by_source[k] = by_source.get(k, 0.0) + float(v)
+    combined = replace(per[0], by_source=by_source,
+                       exposes_external=any(e.exposes_external for e in per),
+                       counter_reset=any(e.counter_reset for e in per),
+                       **{f: total(f) for f in fields})
+    out: dict[str, Any] = {f: getattr(combined, f) for f in fields}
+    out["by_source"] = by_source
+    out["exposes_external"] = combined.exposes_external
+    out["counter_reset"] = combined.counter_reset
+    share = combined.external_hit_share
+    out["external_hit_share"] = float(share) if share is not None else 0.0
+    # Any external hit at all on the baseline is contamination, whichever counter saw it.
+    out["external_hit_tokens"] = max(by_source.get("external_kv_transfer", 0.0),
+                                     combined.external_hits or 0.0,
+                                     combined.lmcache_hit_tokens or 0.0)
+    return out

@@ -1,0 +1,128 @@
+"""The G3 plan: cells (layout x tier), repetition pairs in a seeded ABBA order, and the
+steps each arm-repetition takes. Pure: no I/O, so `--dry-run` and tests share it."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from harness.config.models import G3, Layout, SiteConfig
+
+ARMS = ("baseline", "accelerated")
+
+
+@dataclass(frozen=True)
+class Cell:
+    layout: Layout
+    tier: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.layout.name}-c{self.tier}"
+
+
+@dataclass(frozen=True)
+class Step:
+    cell: str
+    repetition: int
+    arm: str
+    step: str  # start, warm, restart, drop_caches, measured, stop
+    estimate_s: float
+
+
+def cells(config: SiteConfig) -> list[Cell]:
+    wanted = config.gates.g3.layouts or [layout.name for layout in config.layouts]
+    return [Cell(config.layout(name), tier) for name in wanted for tier in config.gates.g3.tiers]
+
+
+def pair_order(seed: int, cell_key: str, repetition: int) -> tuple[str, str]:
+    """ABBA across repetitions, with the starting arm drawn per cell from the seed: rep 0
+    A-B, rep 1 B-A, ... so drift and warm-up effects hit both arms alike."""
+    first = random.Random(f"{seed}:{cell_key}").random() < 0.5
+    flip = (repetition % 2 == 1) != first
+    return ("accelerated", "baseline") if flip else ("baseline", "accelerated")
+
+
+def docs_for(g3_tier: int, docs_per_concurrency: int) -> int:
+    """Every document is asked exactly once per measured phase, so every request is cold."""
+    return docs_per_concurrency * g3_tier
+
+
+def doc_seed(workload_seed: int, repetition: int) -> int:
+    """Both arms of a pair get the same documents; each repetition gets fresh ones. Cells
+    of one repetition share a document set (tier c asks its first 4 x c documents), so it
+    is generated and calibrated once: the arms never share a tier, so this cannot leak KV
+    from one arm to the other."""
+    return random.Random(f"{workload_seed}:{repetition}").randrange(2**31)
+
+
+def estimate_steps(config: SiteConfig, cell: Cell, repetition: int) -> list[Step]:
+    g3: G3 = config.gates.g3
+    est = g3.estimate
+    n_docs = docs_for(cell.tier, config.workload.docs_per_concurrency)
+    tokens = n_docs * (config.workload.doc_tokens + config.workload.question_tokens)
+    per_instance = tokens / len(cell.layout.instances)
+    steps = []
+    for arm in pair_order(g3.seed, cell.key, repetition):
+        rate = est.tier_tokens_per_s if arm == "accelerated" else est.recompute_tokens_per_s
+        steps += [
+            Step(cell.key, repetition, arm, "start", est.start_s),
+            Step(cell.key, repetition, arm, "warm", per_instance / est.recompute_tokens_per_s),
+            Step(cell.key, repetition, arm, "restart", est.restart_s),
+            Step(cell.key, repetition, arm, "drop_caches",
+                 est.drop_caches_s if g3.drop_caches_on else 0.0),
+            Step(cell.key, repetition, arm, "measured", per_instance / rate),
+            Step(cell.key, repetition, arm, "stop", 10.0),
+        ]
+    return steps
+
+
+def dry_run(config: SiteConfig) -> tuple[list[Step], float, float]:
+    """Every step at the minimum repetitions, and the totals at min and max."""
+    reps = config.gates.g3.repetitions
+    steps: list[Step] = []
+    total_min = total_max = 0.0
+    for cell in cells(config):
+        for rep in range(reps.max):
+            rep_steps = estimate_steps(config, cell, rep)
+            cost = sum(s.estimate_s for s in rep_steps)
+            total_max += cost
+            if rep < reps.min:
+                total_min += cost
+                steps += rep_steps
+    return steps, total_min, total_max
+
+
+def validate(config: SiteConfig, inventory: object) -> None:
+    """What G3 needs from the config, checked before anything starts (exit 4)."""
+    from harness.config.inventory import Inventory
+    from harness.errors import UsageError
+
+    assert isinstance(inventory, Inventory)
+    if config.arms is None:
+        raise UsageError("G3 needs `arms:` with baseline and accelerated", key="arms")
+    if not config.layouts:
+        raise UsageError("G3 needs at least one layout", key="layouts")
+    if config.load.placement == "client":
+        raise UsageError("load.placement: client needs the remote load agent, not in this "
+                         "version", key="load.placement", hint="use placement: local")
+    for i, layout in enumerate(config.layouts):
+        for j, inst in enumerate(layout.instances):
+            if inst.host not in inventory.hosts and not _declared(config, layout.name):
+                raise UsageError(f"host {inst.host!r} is not in the inventory",
+                                 key=f"layouts[{i}].instances[{j}].host")
+    for arm_name in ARMS:
+        arm = getattr(config.arms, arm_name)
+        for which in ("start", "stop", "restart"):
+            action = getattr(arm, which)
+            host = getattr(action, "host", "local")
+            if action is not None and host != "local" and host not in inventory.hosts:
+                raise UsageError(f"host {host!r} is not in the inventory",
+                                 key=f"arms.{arm_name}.{which}.host")
+    for group in config.gates.g3.drop_caches_on:
+        inventory.group(group)
+
+
+def _declared(config: SiteConfig, layout: str) -> bool:
+    assert config.arms is not None
+    return all(layout in getattr(config.arms, a).endpoints for a in ARMS)
