@@ -1,5 +1,7 @@
 """`python -m harness` is `gate`."""
 
+import sys
+
 from harness.cli import main
 
-main()
+sys.exit(main())

@@ -1,0 +1,256 @@
+"""Load generator speed against a local no-op streaming server (issue 5).
+
+Goals: at concurrency 64 with 16-token streams, gate's engine (recording every chunk time,
+storing every request) sustains >= 90 % of a bare single-process aiohttp + uvloop
+client's rate measured in the same run; below saturation (c=64, server TTFT 50 ms, 16
+tokens 5 ms apart) it adds <= 1 ms to TTFT p50 over the server's own first-byte stamps.
+
+Run: .venv/bin/python benchmarks/loadgen.py [--requests 20000] [--trials 5]
+Each client runs in its own process, one after another, against the same server process;
+trials alternate bare / engine / `gate bench` so drift on a shared machine hits all alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "tests" / "loadgen_support" / "server.py"
+MODEL = "test-model"
+
+
+def start_server(*extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--model", MODEL, *extra],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"server did not start: {line!r}")
+    return proc, line.split()[1]
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def bare(url: str, c: int, n: int) -> dict[str, Any]:
+    """The reference: aiohttp + uvloop, one process, read each stream to its end."""
+    import aiohttp
+    import uvloop
+
+    body = json.dumps({"model": MODEL, "prompt": "hello world", "max_tokens": 16,
+                       "stream": True, "stream_options": {"include_usage": True}}).encode()
+
+    async def go() -> dict[str, Any]:
+        conn = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=conn) as s:
+            left = [n]
+
+            async def worker() -> None:
+                while left[0] > 0:
+                    left[0] -= 1
+                    async with s.post(url + "/v1/completions", data=body,
+                                      headers={"Content-Type": "application/json"}) as r:
+                        async for _ in r.content.iter_any():
+                            pass
+
+            left[0] = min(n, 2000)
+            await asyncio.gather(*(worker() for _ in range(c)))  # warm the pool
+            left[0] = n
+            c0, t = cpu(), time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(c)))
+            wall = time.perf_counter() - t
+            return {"rate": n / wall, "cpu_us": (cpu() - c0) / n * 1e6}
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(go())
+
+
+def engine(url: str, c: int, n: int) -> dict[str, Any]:
+    """gate's run_phase, every chunk time kept, every request stored through the sink."""
+    from harness.loadgen import Endpoint, RequestSpec, run_phase, storage
+    from harness.store.db import Store
+    from harness.store.runs import NewRun, start_run
+
+    specs = [RequestSpec("hello world", 16, i) for i in range(n)]
+    ep = [Endpoint(url, MODEL)]
+    run_phase(ep, specs[: min(n, 2000)], concurrency=c, progress=False)  # warm
+    with tempfile.TemporaryDirectory() as d:
+        store = Store(f"sqlite:///{d}/bench.db")
+        run_id = start_run(store, NewRun(campaign="b", site="b", customer="", kind="bench"))
+        _, sink = storage.begin(store, run_id, params={})
+        c0 = cpu()
+        res = run_phase(ep, specs, concurrency=c, progress=False, on_batch=sink)
+        used = cpu() - c0
+        chunks = sum(len(r.chunk_times) for r in res.records)
+        store.close()
+    return {"rate": res.summary.request_throughput, "cpu_us": used / n * 1e6,
+            "stored": sink.stored, "chunks": chunks, "failed": res.summary.failed}
+
+
+def cli(url: str, c: int, n: int) -> dict[str, Any]:
+    """The real command, end to end (probe, calibration, /metrics, store, summary)."""
+    gate = Path(sys.executable).parent / "gate"
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run(
+            [str(gate), "bench", "--url", url, "--model", MODEL, "--docs", "64",
+             "--doc-tokens", "2", "--question-tokens", "0", "--max-tokens", "16",
+             "--concurrency", str(c), "--requests", str(n), "--no-progress", "--json",
+             "--metrics-interval", "1", "--db", f"sqlite:///{d}/g.db"],
+            capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"gate bench failed: {out.stderr.strip()}")
+    s = json.loads(out.stdout)["summary"]
+    return {"rate": s["request_throughput"], "stored": s["stored_requests"]}
+
+
+def in_child(kind: str, url: str, c: int, n: int) -> dict[str, Any]:
+    if kind == "cli":
+        return cli(url, c, n)
+    out = subprocess.run([sys.executable, __file__, "--child", kind, url, str(c), str(n)],
+                         capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def saturation(n: int, trials: int) -> None:
+    proc, url = start_server("--tokens", "16")
+    try:
+        runs: dict[str, list[dict[str, Any]]] = {"bare": [], "engine": [], "cli": []}
+        for _ in range(trials):
+            for kind in runs:
+                runs[kind].append(in_child(kind, url, 64, n))
+    finally:
+        proc.terminate()
+        proc.wait()
+    med = {k: statistics.median(r["rate"] for r in v) for k, v in runs.items()}
+    ratios_e = [e["rate"] / b["rate"] for e, b in zip(runs["engine"], runs["bare"], strict=True)]
+    ratios_c = [e["rate"] / b["rate"] for e, b in zip(runs["cli"], runs["bare"], strict=True)]
+    print(f"saturation, c=64, 16-token streams, {n} requests x {trials} trials")
+    for kind, label in (("bare", "bare aiohttp+uvloop"), ("engine", "gate engine + store"),
+                        ("cli", "gate bench (CLI)")):
+        rates = " ".join(f"{r['rate']:.0f}" for r in runs[kind])
+        cpu_us = [r["cpu_us"] for r in runs[kind] if "cpu_us" in r]
+        cpu_txt = f"  client CPU {statistics.median(cpu_us):.0f} us/req" if cpu_us else ""
+        print(f"  {label:<22} median {med[kind]:7.0f} req/s  ({rates}){cpu_txt}")
+    e = runs["engine"][-1]
+    print(f"  engine kept {e['chunks']} chunk times, stored {e['stored']} of {n} requests, "
+          f"{e['failed']} failed; CLI stored {runs['cli'][-1]['stored']}")
+    print(f"  engine / bare  median ratio {statistics.median(ratios_e):.3f}   goal >= 0.90")
+    print(f"  CLI / bare     median ratio {statistics.median(ratios_c):.3f}   goal >= 0.90")
+
+
+def bare_ttft(url: str, c: int, n: int) -> dict[int, tuple[float, float]]:
+    """The reference client's (sent, first byte) per request, on the monotonic clock."""
+    import aiohttp
+    import uvloop
+
+    body = json.dumps({"model": MODEL, "prompt": "hello world", "max_tokens": 16,
+                       "stream": True, "stream_options": {"include_usage": True}}).encode()
+    out: dict[int, tuple[float, float]] = {}
+
+    async def go() -> None:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+            it = iter(range(n))
+
+            async def worker() -> None:
+                for i in it:
+                    t = time.monotonic()
+                    first = 0.0
+                    async with s.post(url + "/v1/completions", data=body, headers={
+                            "Content-Type": "application/json",
+                            "x-request-id": f"bare-{i}"}) as r:
+                        async for _ in r.content.iter_any():
+                            if not first:
+                                first = time.monotonic()
+                    out[i] = (t, first)
+
+            await asyncio.gather(*(worker() for _ in range(c)))
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(go())
+    return out
+
+
+def _added(pairs: dict[int, tuple[float, float]], stamps: dict[str, list[float]],
+           tag: str) -> tuple[float, float, float]:
+    """(client TTFT p50, server TTFT p50, p50 of the per-request difference), ms."""
+    client, server, diff = [], [], []
+    for i, (sent, first) in pairs.items():
+        st = stamps.get(f"{tag}-{i}")
+        if st is None or not first:
+            continue
+        recv, out = st
+        client.append((first - sent) * 1000)
+        server.append((out - recv) * 1000)
+        diff.append(((first - sent) - (out - recv)) * 1000)
+    return statistics.median(client), statistics.median(server), statistics.median(diff)
+
+
+def ttft_overhead(n: int, trials: int) -> None:
+    """Against rawserver.py, whose stamps are taken in data_received and at the write of
+    the first chunk: the difference to the client's TTFT is what the client adds."""
+    from harness.loadgen import Endpoint, RequestSpec, run_phase
+
+    raw = ROOT / "tests" / "loadgen_support" / "rawserver.py"
+    print(f"below saturation, c=64, server TTFT 50 ms, 16 tokens 5 ms apart, {n} requests "
+          f"x {trials} trials (rawserver stamps)")
+    gate_added, bare_added = [], []
+    for _ in range(trials):
+        proc = subprocess.Popen([sys.executable, str(raw), "--ttft", "0.05", "--itl", "0.005",
+                                 "--tokens", "16"], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[1]
+        try:
+            specs = [RequestSpec("hello world", 16, i) for i in range(n)]
+            res = run_phase([Endpoint(url, MODEL)], specs, concurrency=64, progress=False,
+                            tag="gate")
+            base = res.monotonic_start
+            gate_pairs = {r.idx: (base + (r.sent or 0.0), base + (r.sent or 0.0) + r.ttft)
+                          for r in res.records if r.ttft is not None}
+            bare_pairs = bare_ttft(url, 64, n)
+            with urllib.request.urlopen(url + "/_stamps") as r:
+                stamps = json.loads(r.read())
+        finally:
+            proc.terminate()
+            proc.wait()
+        g = _added(gate_pairs, stamps, "gate")
+        b = _added(bare_pairs, stamps, "bare")
+        gate_added.append(g[0] - g[1])
+        bare_added.append(b[0] - b[1])
+        print(f"  gate TTFT p50 {g[0]:.3f} ms vs server {g[1]:.3f}: adds {g[0] - g[1]:.3f} ms "
+              f"(per-request p50 {g[2]:.3f});  bare adds {b[0] - b[1]:.3f} ms "
+              f"({res.summary.request_throughput:.0f} req/s)")
+    print(f"  gate adds median {statistics.median(gate_added):.3f} ms to TTFT p50   goal <= 1 ms"
+          f"   (bare aiohttp client, same run: {statistics.median(bare_added):.3f} ms)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--child", nargs=4, metavar=("KIND", "URL", "C", "N"))
+    args = ap.parse_args()
+    if args.child:
+        kind, url, c, n = args.child
+        fn = bare if kind == "bare" else engine
+        print(json.dumps(fn(url, int(c), int(n))))
+        return
+    saturation(args.requests, args.trials)
+    ttft_overhead(3000, args.trials)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""`gate bench` (the load generator alone, no gate) and `gate import vllm-bench FILE`.
+
+Heavy imports (aiohttp, numpy, the store) happen inside the commands, so `gate --help`
+and `gate bench --help` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.common import config_option, db_option, emit_json, json_option
+
+BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
+gate section; progress goes to stderr. Exit 0 when every request completed, 2 when some
+failed (counted by kind in the summary), 3 when none completed or an endpoint is down,
+4 for bad options or a model the server does not serve."""
+
+
+@click.command("bench", epilog=BENCH_EPILOG)
+@click.option("--url", "urls", multiple=True, required=True,
+              help="Endpoint base URL (http://host:port); repeat for several instances.")
+@click.option("--model", required=True, help="Served model name (as /v1/models lists it).")
+@click.option("--workload", type=click.Choice(["doc-qa", "trace", "sharegpt"]),
+              default="doc-qa", show_default=True)
+@click.option("--workload-file", default=None, help="JSONL trace or local ShareGPT JSON.")
+@click.option("--docs", type=int, default=64, show_default=True, help="doc-qa documents.")
+@click.option("--doc-tokens", type=int, default=8000, show_default=True)
+@click.option("--question-tokens", type=int, default=64, show_default=True)
+@click.option("--prefix-share", type=float, default=0.0, show_default=True,
+              help="Fraction of each document shared by all (prefix cache case).")
+@click.option("--concurrency", type=int, default=16, show_default=True)
+@click.option("--requests", type=int, default=None,
+              help="Measured requests (default: one per document / trace line).")
+@click.option("--rate", type=float, default=None, help="Open loop: requests/s (capped at "
+              "--concurrency). Default: closed loop.")
+@click.option("--arrival", type=click.Choice(["poisson", "constant", "trace"]),
+              default="poisson", show_default=True)
+@click.option("--burstiness", type=float, default=1.0, show_default=True)
+@click.option("--warmup", type=int, default=0, show_default=True,
+              help="Warm-up requests (own documents; kept, excluded from the summary).")
+@click.option("--max-tokens", type=int, default=128, show_default=True)
+@click.option("--duration", type=float, default=None, help="Stop sending after S seconds.")
+@click.option("--timeout", type=float, default=1800.0, show_default=True,
+              help="Per-request timeout, s.")
+@click.option("--api", type=click.Choice(["completions", "chat"]), default="completions",
+              show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--goodput", multiple=True, help="SLO KEY:MS (ttft, tpot, e2el), as vLLM.")
+@click.option("--metrics-interval", type=float, default=5.0, show_default=True,
+              help="Scrape /metrics every S seconds during the phase (0: only before/after).")
+@click.option("--no-metrics", is_flag=True, help="Do not scrape /metrics.")
+@click.option("--no-progress", is_flag=True, help="No live progress on stderr.")
+@click.option("--campaign", default=None,
+              help="Campaign to file under (default: the config's, else `bench`).")
+@click.option("--save", "save", default=None, help="Also write a vLLM-style result JSON.")
+@config_option
+@db_option
+@json_option
+def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str | None,
+          docs: int, doc_tokens: int, question_tokens: int, prefix_share: float,
+          concurrency: int, requests: int | None, rate: float | None, arrival: str,
+          burstiness: float, warmup: int, max_tokens: int, duration: float | None,
+          timeout: float, api: str, seed: int, goodput: tuple[str, ...],
+          metrics_interval: float, no_metrics: bool, no_progress: bool, campaign: str | None,
+          save: str | None, config_path: str, db_url: str | None, as_json: bool) -> None:
+    """Load one endpoint set with one workload and store it as a run of kind bench."""
+    from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
+    from harness.loadgen.report import format_summary, to_vllm_json
+
+    save_to = save_path(save)
+    opts = BenchOptions(
+        urls=urls, model=model, workload=workload,  # type: ignore[arg-type]
+        workload_file=workload_file, docs=docs, doc_tokens=doc_tokens,
+        question_tokens=question_tokens, prefix_share=prefix_share, concurrency=concurrency,
+        requests=requests, rate=rate, arrival=arrival,  # type: ignore[arg-type]
+        burstiness=burstiness, warmup=warmup, max_tokens=max_tokens, duration=duration,
+        timeout=timeout, api=api, seed=seed, slo=parse_slo(goodput),  # type: ignore[arg-type]
+        metrics_interval=metrics_interval, scrape_metrics=not no_metrics,
+        progress=not no_progress, args=tuple(sys.argv[1:]),
+        **_filed_under(config_path, campaign),
+    )
+    out = run_bench(opts, db_url)
+    res = out.result
+    if save_to is not None:
+        doc = to_vllm_json(res, model=model, concurrency=concurrency, rate=rate,
+                           burstiness=burstiness, extra={"run_id": out.run_id,
+                                                         "calibrated": out.workload.calibrated})
+        save_to.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    if as_json:
+        emit_json({"run_id": out.run_id, "benchmark_id": out.benchmark_id,
+                   "verdict": out.verdict, "summary": out.summary,
+                   "calibrated": out.workload.calibrated, "notes": out.workload.notes})
+    else:
+        urls_by = {i: u for i, u in enumerate(urls)}
+        click.echo(format_summary(res.summary, concurrency=concurrency, rate=rate,
+                                  per_instance=res.per_instance, urls=urls_by,
+                                  calibrated=out.workload.calibrated,
+                                  evidence=out.summary.get("cache_evidence")))
+        click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
+    for note in out.workload.notes:
+        click.echo(f"gate: note: {note}", err=True)
+    code = {"PASS": 0, "INCONCLUSIVE": 2}.get(out.verdict, 3)
+    if code:
+        sys.exit(code)  # SystemExit, not click's Exit: `python -m harness` drops a return
+
+
+def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
+    """Campaign and site names: --campaign, else the site config's when there is one (a
+    bench needs no config), else `bench` at site `local`."""
+    path = Path(config_path)
+    if not path.is_file():
+        return {"campaign": campaign or "bench", "site": "local"}
+    from harness.config.loader import load_config
+
+    cfg = load_config(path).config
+    return {"campaign": campaign or cfg.campaign.name, "site": cfg.site.name}
+
+
+@click.group("import")
+def import_() -> None:
+    """Store results produced by other tools as a run of kind import."""
+
+
+@import_.command("vllm-bench")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--campaign", default=None,
+              help="Campaign to file under (default: the config's, else `bench`).")
+@config_option
+@db_option
+@json_option
+def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str | None,
+               as_json: bool) -> None:
+    """A `vllm bench serve --save-result` JSON (one result, a sweep summary list, or JSON
+    lines). Aggregates are recomputed from per-request arrays when the file has them; a
+    disagreement with the file's own summary is a warning on stderr."""
+    from harness.errors import UsageError
+    from harness.loadgen.vllm_import import benchmark_params, parse_vllm_bench
+    from harness.store.db import Store
+    from harness.store.runs import NewRun, add_artifact, finish_run, start_run
+    from harness.store.writer import finish_benchmark, insert_requests, start_benchmark
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror}", file=str(file)) from None
+    except UnicodeDecodeError:
+        raise UsageError("not a text file", file=str(file)) from None
+    runs = parse_vllm_bench(text, str(file))
+    store = Store(db_url)
+    try:
+        where = _filed_under(config_path, campaign)
+        run_id = start_run(store, NewRun(campaign=where["campaign"], site=where["site"],
+                                         customer="", kind="import",
+                                         args=("vllm-bench", str(file))))
+        add_artifact(store, run_id, file, kind="vllm-bench")
+        listed: list[dict[str, Any]] = []
+        for r in runs:
+            conc = r.scalars.get("max_concurrency")
+            bid = start_benchmark(store, run_id, tier=int(conc) if isinstance(conc, int) else 0,
+                                  repetition=int(r.scalars.get("run_number", r.index) or 0),
+                                  phase="measured", driver="vllm-bench",
+                                  params=benchmark_params(r))
+            if r.records:
+                insert_requests(store, bid, [rec.to_row() for rec in r.records])
+            summary = dict(r.scalars)
+            summary.update({"recomputed": r.recomputed, "warnings": r.warnings,
+                            "requests_stored": len(r.records)})
+            finish_benchmark(store, bid, status="FINISHED",
+                             duration=float(r.scalars.get("duration") or 0.0), summary=summary)
+            for w in r.warnings:
+                click.echo(f"gate: warning: {w}", err=True)
+            listed.append({"benchmark_id": bid, "index": r.index,
+                           "completed": r.scalars.get("completed"),
+                           "median_ttft_ms": r.scalars.get("median_ttft_ms"),
+                           "requests_stored": len(r.records), "warnings": r.warnings})
+        finish_run(store, run_id, verdict="PASS",
+                   reason=f"imported {len(runs)} vllm bench result(s) from {file.name}")
+    finally:
+        store.close()
+    if as_json:
+        emit_json({"run_id": run_id, "file": str(file), "benchmarks": listed})
+        return
+    click.echo(f"imported {len(runs)} result(s) from {file} as run {run_id}")
+    for item in listed:
+        extra = f", {item['requests_stored']} requests" if item["requests_stored"] else ""
+        click.echo(f"  benchmark {item['benchmark_id']}: completed {item['completed']}, "
+                   f"median TTFT {item['median_ttft_ms']} ms{extra}")

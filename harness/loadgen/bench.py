@@ -1,0 +1,192 @@
+"""`gate bench` without the command line: probe, build the workload, run, store, report.
+
+Every check that can fail runs before the first load request: each URL answers as an
+OpenAI server, serves the model, and the prompts fit its max_model_len.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import UsageError
+from harness.loadgen import storage
+from harness.loadgen.engine import Arrival, PhaseResult, run_phase
+from harness.loadgen.probe import ServerInfo, probe_all, require_model
+from harness.loadgen.records import Endpoint, RequestSpec
+from harness.loadgen.sampler import MetricsSampler
+from harness.loadgen.workloads import Workload, doc_qa, repeat, sharegpt, trace_replay
+from harness.store.db import Store
+from harness.store.runs import NewRun, finish_run, start_run
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    urls: tuple[str, ...]
+    model: str
+    workload: Literal["doc-qa", "trace", "sharegpt"] = "doc-qa"
+    workload_file: str | None = None
+    docs: int = 64
+    doc_tokens: int = 8000
+    question_tokens: int = 64
+    prefix_share: float = 0.0
+    concurrency: int = 16
+    requests: int | None = None
+    rate: float | None = None
+    arrival: Arrival = "poisson"
+    burstiness: float = 1.0
+    warmup: int = 0
+    max_tokens: int = 128
+    duration: float | None = None
+    timeout: float = 1800.0
+    api: Literal["completions", "chat"] = "completions"
+    seed: int = 7
+    slo: dict[str, float] = field(default_factory=dict)
+    metrics_interval: float = 5.0
+    scrape_metrics: bool = True
+    progress: bool = True
+    campaign: str = "bench"
+    site: str = "local"
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    run_id: int
+    benchmark_id: int
+    result: PhaseResult
+    workload: Workload
+    infos: list[ServerInfo]
+    summary: dict[str, Any]
+    verdict: str
+
+
+def _check_fit(specs: list[RequestSpec], infos: list[ServerInfo], max_tokens: int,
+               estimate: int = 0) -> None:
+    """Refuse before the load when a prompt + its output cannot fit the context."""
+    longest = max((s.prompt_tokens or estimate for s in specs), default=0)
+    for info in infos:
+        if info.max_model_len and longest + max_tokens > info.max_model_len:
+            raise UsageError(f"prompts of {longest} tokens + {max_tokens} output tokens exceed "
+                             f"max_model_len {info.max_model_len} of {info.url}",
+                             key="--doc-tokens")
+
+
+def build_workload(o: BenchOptions, tokenize_url: str | None) -> tuple[Workload, list[RequestSpec]]:
+    """(workload, specs): warm-up requests first (on their own documents, so the measured
+    documents stay cold), then `requests` measured ones cycling over the documents."""
+    if o.workload == "doc-qa":
+        wl = doc_qa(o.docs, o.doc_tokens, o.question_tokens, o.seed,
+                    tokenize_url=tokenize_url, prefix_share=o.prefix_share,
+                    max_tokens=o.max_tokens, model=o.model)
+        warm: list[RequestSpec] = []
+        if o.warmup:
+            warm = doc_qa(min(o.warmup, o.docs), o.doc_tokens, o.question_tokens, o.seed,
+                          tokenize_url=tokenize_url, prefix_share=o.prefix_share,
+                          max_tokens=o.max_tokens, model=o.model, first_doc=o.docs).specs
+        n = o.requests or o.docs
+        return wl, repeat(warm, o.warmup) + repeat(wl.specs, n)
+    if o.workload_file is None:
+        raise UsageError(f"--workload {o.workload} needs --workload-file FILE")
+    if o.workload == "trace":
+        wl = trace_replay(o.workload_file, seed=o.seed, default_max_tokens=o.max_tokens)
+    else:
+        wl = sharegpt(o.workload_file, (o.requests or 1000) + o.warmup, seed=o.seed)
+    specs = wl.specs if o.requests is None else repeat(wl.specs, o.requests + o.warmup)
+    return wl, specs
+
+
+def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
+    if o.concurrency < 1:
+        raise UsageError("--concurrency must be >= 1", key="--concurrency")
+    if o.rate is not None and not o.rate > 0:
+        raise UsageError("--rate must be positive", key="--rate")
+    if o.requests is not None and o.requests < 1:
+        raise UsageError("--requests must be >= 1", key="--requests")
+    if o.warmup < 0:
+        raise UsageError("--warmup must be >= 0", key="--warmup")
+    if not o.urls:
+        raise UsageError("give at least one --url", key="--url")
+    infos = probe_all(list(o.urls))
+    for info in infos:
+        require_model(info, o.model)
+    wl, specs = build_workload(o, o.urls[0])
+    _check_fit(specs, infos, o.max_tokens,
+               o.doc_tokens + o.question_tokens if o.workload == "doc-qa" else 0)
+    endpoints = [Endpoint(u, o.model, i) for i, u in enumerate(o.urls)]
+    # a trace carries its own arrival times unless a --rate overrides them
+    arrival: Arrival = "trace" if o.workload == "trace" and o.rate is None else o.arrival
+    simulated = any("gate_sim" in info.raw for info in infos)
+    store = Store(store_url)
+    try:
+        run_id = start_run(store, NewRun(campaign=o.campaign, site=o.site, customer="",
+                                         kind="bench", simulated=simulated, args=o.args,
+                                         hosts=tuple(o.urls)))
+        params = {
+            "urls": list(o.urls), "model": o.model, "workload": wl.kind,
+            "workload_params": wl.params, "calibrated": wl.calibrated, "exact": wl.exact,
+            "notes": wl.notes, "concurrency": o.concurrency, "rate": o.rate,
+            "arrival": arrival, "burstiness": o.burstiness, "warmup": o.warmup,
+            "requests": len(specs) - o.warmup, "max_tokens": o.max_tokens, "api": o.api,
+            "duration": o.duration, "timeout": o.timeout, "seed": o.seed, "slo": o.slo,
+            "servers": [{"url": i.url, "models": i.models, "version": i.version,
+                         "max_model_len": i.max_model_len, "card": i.raw} for i in infos],
+        }
+        bid, sink = storage.begin(store, run_id, params=params, tier=o.concurrency,
+                                  phase="measured", driver="gate")
+        result: PhaseResult | None = None
+        try:
+            sampler = MetricsSampler(list(o.urls) if o.scrape_metrics else [],
+                                     o.metrics_interval if o.scrape_metrics else 0)
+            with sampler:
+                result = run_phase(endpoints, specs, concurrency=o.concurrency, api=o.api,
+                                   rate=o.rate, arrival=arrival, burstiness=o.burstiness,
+                                   seed=o.seed, timeout=o.timeout, warmup=o.warmup,
+                                   duration=o.duration, progress=o.progress, on_batch=sink,
+                                   slo=o.slo or None, tag=f"gate-r{run_id}")
+        except BaseException:
+            storage.finish(store, run_id, bid, result, status="ABORTED")
+            finish_run(store, run_id, verdict="ERROR", reason="bench interrupted",
+                       status="ABORTED")
+            raise
+        summary = storage.finish(store, run_id, bid, result, sampler=sampler,
+                                 extra={"stored_requests": sink.stored})
+        s = result.summary
+        if s.completed == 0:
+            verdict, reason = "ERROR", f"all {s.failed} requests failed"
+        elif s.failed:
+            verdict, reason = "INCONCLUSIVE", f"{s.failed} of {s.failed + s.completed} failed"
+        else:
+            verdict, reason = "PASS", f"{s.completed} requests completed"
+        finish_run(store, run_id, verdict=verdict, reason=reason, simulated=simulated)
+        return BenchOutcome(run_id=run_id, benchmark_id=bid, result=result, workload=wl,
+                            infos=infos, summary=summary, verdict=verdict)
+    finally:
+        store.close()
+
+
+def parse_slo(items: tuple[str, ...]) -> dict[str, float]:
+    """vLLM's --goodput KEY:VALUE pairs (ms)."""
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        try:
+            v = float(value)
+        except ValueError:
+            v = math.nan
+        if not sep or key not in ("ttft", "tpot", "e2el") or not v >= 0:
+            raise UsageError(f"bad --goodput {item!r}: use ttft|tpot|e2el:MILLISECONDS",
+                             key="--goodput")
+        out[key] = v
+    return out
+
+
+def save_path(path: str | None) -> Path | None:
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise UsageError(f"directory {p.parent} does not exist", key="--save")
+    return p

@@ -1,0 +1,279 @@
+"""Run one load phase: closed loop at a concurrency, or open loop at a rate with a cap.
+
+Open loop keeps each request's scheduled time next to its actual send time, so client
+queueing (coordinated omission) is visible in the records instead of hidden. Warm-up
+requests run first, are kept (flagged) and excluded from the summary and the wall time.
+Completed records are handed to `on_batch` in batches from a writer thread, so storing
+them never blocks the event loop that times the streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from harness.errors import UsageError
+from harness.loadgen import client
+from harness.loadgen.client import Api
+from harness.loadgen.metrics import Summary, summarize
+from harness.loadgen.progress import Progress
+from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
+
+Arrival = Literal["poisson", "constant", "trace"]
+OnBatch = Callable[[list[RequestRecord]], None]
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    records: list[RequestRecord]
+    wall_time: float  # measured part only (after warm-up), seconds
+    started_at: float  # epoch seconds at the phase start (t0 of every record offset)
+    per_instance: dict[int, Summary]
+    summary: Summary
+    params: dict[str, Any] = field(default_factory=dict)
+    monotonic_start: float = 0.0  # time.monotonic() at t0, to line records up with server logs
+
+
+def arrival_offsets(n: int, rate: float, *, arrival: Arrival = "poisson",
+                    burstiness: float = 1.0, seed: int = 0,
+                    trace: Sequence[float | None] | None = None) -> np.ndarray:
+    """Send offsets (s from the measured start), vLLM's `get_request` rules: gamma intervals
+    (shape=burstiness, scale=1/(rate*burstiness); burstiness 1 is Poisson), cumulated and
+    rescaled so the last one lands at n / rate; constant = 1/rate apart; trace = its own."""
+    if arrival == "trace":
+        if trace is None or any(t is None for t in trace):
+            raise UsageError("trace arrival needs a timestamp on every request")
+        ts: np.ndarray = np.asarray(trace, dtype=np.float64)
+        return np.asarray(ts - float(ts.min()), dtype=np.float64)
+    if not rate > 0:
+        raise UsageError(f"--rate must be positive, got {rate}")
+    if math.isinf(rate):
+        return np.zeros(n)
+    if arrival == "constant" or math.isinf(burstiness):
+        return np.arange(1, n + 1, dtype=np.float64) / rate
+    if burstiness <= 0:
+        raise UsageError(f"burstiness must be positive, got {burstiness}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.gamma(shape=burstiness, scale=1.0 / (rate * burstiness), size=n)
+    cum: np.ndarray = np.cumsum(gaps)
+    if cum[-1] > 0:
+        cum = cum * ((n / rate) / cum[-1])
+    return cum
+
+
+class _Sink:
+    """Collects finished records and hands them to `on_batch` off the event loop."""
+
+    def __init__(self, on_batch: OnBatch | None, batch: int, interval: float) -> None:
+        self.on_batch = on_batch
+        self.batch = batch
+        self.interval = interval
+        self.pending: list[RequestRecord] = []
+        self.pool = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gate-store")
+                     if on_batch else None)
+        self.futures: list[concurrent.futures.Future[None]] = []
+
+    def add(self, rec: RequestRecord) -> None:
+        if self.on_batch is not None:
+            self.pending.append(rec)
+            if len(self.pending) >= self.batch:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.pool is None or self.on_batch is None or not self.pending:
+            return
+        for f in self.futures:
+            if f.done() and f.exception() is not None:
+                f.result()  # the store failed: stop the phase now, not at its end
+        batch, self.pending = self.pending, []
+        self.futures = [f for f in self.futures if not f.done() or f.exception() is not None]
+        self.futures.append(self.pool.submit(self.on_batch, batch))
+
+    async def ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self.flush()
+
+    def close(self) -> None:
+        self.flush()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        for f in self.futures:
+            f.result()  # re-raise a store failure
+
+
+class _Phase:
+    def __init__(self, endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,
+                 concurrency: int, api: Api, timeout: float, extra_body: dict[str, Any] | None,
+                 tag: str, sink: _Sink, progress: Progress | None) -> None:
+        self.endpoints = list(endpoints)
+        self.specs = specs
+        self.concurrency = concurrency
+        self.chat = api == "chat"
+        self.timeout = timeout
+        self.sink = sink
+        self.progress = progress
+        self.records: list[RequestRecord] = []
+        self.urls = [e.base + client.route(api) for e in self.endpoints]
+        self.headers = client.base_headers()
+        self.tag = tag
+        cache: dict[tuple[int, int], bytes] = {}
+        self.bodies: list[bytes] = []
+        self.targets: list[int] = []
+        n = len(self.endpoints)
+        for i, spec in enumerate(specs):
+            k = (spec.doc_id if spec.doc_id >= 0 else i) % n
+            key = (id(spec), k)
+            if key not in cache:
+                cache[key] = client.build_body(spec, self.endpoints[k].model, api, extra_body)
+            self.bodies.append(cache[key])
+            self.targets.append(k)
+        self.t0 = 0.0
+
+    async def one(self, session: Any, i: int, warmup: bool, scheduled: float) -> None:
+        k = self.targets[i]
+        spec = self.specs[i]
+        rec = RequestRecord(idx=i, instance=self.endpoints[k].instance, doc_id=spec.doc_id,
+                            warmup=warmup, scheduled=scheduled)
+        headers = dict(self.headers)
+        headers["x-request-id"] = f"{self.tag}-{i}"
+        if self.progress is not None:
+            self.progress.started()
+        await client.stream(session, self.urls[k], self.bodies[i], headers, rec, self.t0,
+                            self.chat, spec.prompt_tokens)
+        self.records.append(rec)
+        self.sink.add(rec)
+        if self.progress is not None:
+            self.progress.finished(rec)
+
+    async def closed(self, session: Any, indices: Sequence[int], warmup: bool,
+                     deadline: float) -> None:
+        it = iter(indices)
+        monotonic = time.monotonic
+
+        async def worker() -> None:
+            for i in it:
+                now = monotonic()
+                if now >= deadline:
+                    return
+                await self.one(session, i, warmup, now - self.t0)
+
+        n = max(1, min(self.concurrency, len(indices)))
+        await asyncio.gather(*(worker() for _ in range(n)))
+
+    async def open(self, session: Any, indices: Sequence[int], offsets: np.ndarray,
+                   start: float, deadline: float) -> None:
+        sem = asyncio.Semaphore(self.concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def limited(i: int, scheduled: float) -> None:
+            async with sem:
+                await self.one(session, i, False, scheduled)
+
+        for i, off in zip(indices, offsets, strict=True):
+            target = start + float(off)
+            if target >= deadline:
+                break
+            delay = target - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.create_task(limited(i, target - self.t0))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        while tasks:
+            await asyncio.gather(*list(tasks))
+
+
+async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,
+                          concurrency: int, api: Api = "completions",
+                          rate: float | None = None, arrival: Arrival = "poisson",
+                          burstiness: float = 1.0, seed: int = 0, timeout: float = 1800,
+                          warmup: int = 0, duration: float | None = None,
+                          progress: bool = True, on_batch: OnBatch | None = None,
+                          slo: dict[str, float] | None = None,
+                          extra_body: dict[str, Any] | None = None, tag: str = "gate",
+                          batch_size: int = 2000, batch_interval: float = 0.5) -> PhaseResult:
+    """The phase itself, for callers already inside an event loop (see run_phase)."""
+    if not endpoints:
+        raise UsageError("no endpoint to load")
+    if concurrency < 1:
+        raise UsageError(f"concurrency must be >= 1, got {concurrency}")
+    if not 0 <= warmup < len(specs):
+        raise UsageError(f"need more requests ({len(specs)}) than warm-up requests ({warmup})")
+    measured = list(range(warmup, len(specs)))
+    offsets = None
+    if rate is not None or arrival == "trace":
+        offsets = arrival_offsets(len(measured), rate or math.inf, arrival=arrival,
+                                  burstiness=burstiness, seed=seed,
+                                  trace=[specs[i].at for i in measured])
+    sink = _Sink(on_batch, batch_size, batch_interval)
+    prog = Progress(len(specs), enabled=progress)
+    phase = _Phase(endpoints, specs, concurrency=concurrency, api=api, timeout=timeout,
+                   extra_body=extra_body, tag=tag, sink=sink, progress=prog)
+    started_at = time.time()
+    phase.t0 = time.monotonic()
+    ticker = asyncio.create_task(sink.ticker())
+    prog.start()
+    try:
+        async with client.new_session(timeout, concurrency) as session:
+            if warmup:
+                await phase.closed(session, range(warmup), True, math.inf)
+            start = time.monotonic()
+            prog.measuring(start)
+            deadline = start + duration if duration else math.inf
+            if offsets is None:
+                await phase.closed(session, measured, False, deadline)
+            else:
+                await phase.open(session, measured, offsets, start, deadline)
+            wall = time.monotonic() - start
+    finally:
+        ticker.cancel()
+        prog.stop()
+        await asyncio.get_running_loop().run_in_executor(None, sink.close)
+    records = sorted(phase.records, key=lambda r: r.idx)
+    summary = summarize(records, wall, slo=slo)
+    per_instance = {endpoints[0].instance: summary} if len(endpoints) == 1 else {
+        e.instance: summarize([r for r in records if r.instance == e.instance], wall, slo=slo)
+        for e in endpoints
+    }
+    params = {"concurrency": concurrency, "api": api, "rate": rate, "arrival": arrival,
+              "burstiness": burstiness, "seed": seed, "timeout": timeout, "warmup": warmup,
+              "duration": duration, "requests": len(specs),
+              "endpoints": [{"url": e.url, "model": e.model, "instance": e.instance}
+                            for e in endpoints]}
+    return PhaseResult(records=records, wall_time=wall, started_at=started_at,
+                       per_instance=per_instance, summary=summary,
+                       params=params, monotonic_start=phase.t0)
+
+
+def run_phase(endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,
+              concurrency: int, api: Api = "completions", rate: float | None = None,
+              arrival: Arrival = "poisson", burstiness: float = 1.0, seed: int = 0,
+              timeout: float = 1800, warmup: int = 0, duration: float | None = None,
+              progress: bool = True, on_batch: OnBatch | None = None,
+              slo: dict[str, float] | None = None, extra_body: dict[str, Any] | None = None,
+              tag: str = "gate") -> PhaseResult:
+    """Run one phase to completion (uvloop when installed). Closed loop at `concurrency`
+    when `rate` is None; open loop at `rate` req/s capped at `concurrency` otherwise.
+    Request i goes to endpoints[doc_id % n] (spec index when doc_id < 0), so a document
+    warmed on instance k is measured on instance k."""
+    factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:
+        pass
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(run_phase_async(
+            endpoints, specs, concurrency=concurrency, api=api, rate=rate, arrival=arrival,
+            burstiness=burstiness, seed=seed, timeout=timeout, warmup=warmup,
+            duration=duration, progress=progress, on_batch=on_batch, slo=slo,
+            extra_body=extra_body, tag=tag))

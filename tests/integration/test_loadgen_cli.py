@@ -1,0 +1,212 @@
+"""`gate bench` and `gate import vllm-bench` as a user runs them (subprocess, real server)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from loadgen_support.server import ServerConfig, free_port, running_server
+
+from harness.store.db import Store
+from harness.store.runs import runs
+from harness.store.writer import benchmarks, requests
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "loadgen"
+GATE = [sys.executable, "-m", "harness"]
+
+
+def gate(db: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GATE_DB": f"sqlite:///{db}"}
+    return subprocess.run([*GATE, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, check=False)
+
+
+def bench_args(url: str, *extra: str) -> list[str]:
+    return ["bench", "--url", url, "--model", "test-model", "--docs", "6", "--doc-tokens",
+            "200", "--question-tokens", "10", "--concurrency", "3", "--max-tokens", "8",
+            "--metrics-interval", "0.2", *extra]
+
+
+def test_bench_prints_vllm_block_and_stores_the_run(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    with running_server(ServerConfig(itl=0.001)) as (url, srv):
+        out = gate(db, *bench_args(url, "--requests", "12", "--warmup", "2",
+                                   "--save", str(tmp_path / "r.json")))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "============ Serving Benchmark Result ============"
+    assert "Successful requests:                     12        " in lines
+    for label in ("Mean TTFT (ms):", "Median TPOT (ms):", "P99 ITL (ms):", "Mean E2EL (ms):",
+                  "Request throughput (req/s):", "Failed by kind:", "Prompt tokens:"):
+        assert any(line.startswith(label) for line in lines), label
+    assert "Prompt lengths:                          server tokenizer" in out.stdout
+    assert "done 14/14" in out.stderr  # progress line on stderr
+    assert srv.arrivals == 14
+    store = Store(f"sqlite:///{db}")
+    run = runs(store, kind="bench")[-1]
+    assert run.status == "FINISHED" and run.verdict == "PASS"
+    (b,) = benchmarks(store, run.id)
+    assert b.tier == 3 and b.params["calibrated"] is True and b.params["requests"] == 12
+    assert b.summary["completed"] == 12 and b.summary["stored_requests"] == 14
+    rows = requests(store, b.id)
+    assert len(rows) == 14 and sum(r["warmup"] for r in rows) == 2
+    assert all(r["chunks"] is not None and len(r["chunks"]) == 8 * 4 for r in rows)
+    assert all(r["prompt_tokens"] == 210 for r in rows)
+    with store.engine.connect() as conn:
+        n_series = conn.exec_driver_sql("SELECT count(*) FROM series WHERE benchmark_id = ?",
+                                        (b.id,)).scalar()
+    assert n_series and n_series > 10
+    assert b.summary["cache_evidence"][url]["prompt_tokens"] == 14 * 210
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["completed"] == 12 and len(saved["ttfts"]) == 12
+    imported = gate(db, "import", "vllm-bench", str(tmp_path / "r.json"))
+    assert imported.returncode == 0 and "warning" not in imported.stderr, imported.stderr
+
+
+def test_bench_json_counts_failures_by_kind_and_exits_2(tmp_path: Path) -> None:
+    faults = {3: "http_500", 5: "cut", 7: "bad_json", 9: "empty"}
+    with running_server(ServerConfig(faults=faults)) as (url, _):
+        out = gate(tmp_path / "g.db", *bench_args(url, "--requests", "12", "--json",
+                                                  "--no-progress"))
+    assert out.returncode == 2, out.stderr
+    doc = json.loads(out.stdout)
+    s = doc["summary"]
+    assert s["completed"] == 8 and s["failed"] == 4
+    assert s["failed_by_kind"] == {"http_500": 1, "cut": 1, "bad_chunk": 1, "no_text": 1}
+    assert doc["verdict"] == "INCONCLUSIVE" and s["stored_requests"] == 12
+
+
+def test_two_urls_split_the_load(tmp_path: Path) -> None:
+    with running_server() as (u0, s0), running_server() as (u1, s1):
+        out = gate(tmp_path / "g.db", "bench", "--url", u0, "--url", u1, "--model",
+                   "test-model", "--docs", "4", "--doc-tokens", "50", "--requests", "8",
+                   "--concurrency", "4", "--max-tokens", "4", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert (s0.arrivals, s1.arrivals) == (4, 4)
+    assert "instance 0" in out.stdout and "instance 1" in out.stdout
+
+
+def test_unreachable_endpoint_fails_before_load_exit_3(tmp_path: Path) -> None:
+    out = gate(tmp_path / "g.db", *bench_args(f"http://127.0.0.1:{free_port()}"))
+    assert out.returncode == 3
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("gate: error: host http://127.0.0.1:") and "unreachable" in line
+    assert not (tmp_path / "g.db").exists() or not runs(Store(f"sqlite:///{tmp_path / 'g.db'}"))
+
+
+def test_not_openai_compatible_exit_3(tmp_path: Path) -> None:
+    with running_server(ServerConfig(openai=False)) as (url, srv):
+        out = gate(tmp_path / "g.db", *bench_args(url))
+    assert out.returncode == 3
+    assert "not an OpenAI-compatible server" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert srv.arrivals == 0
+
+
+def test_model_not_served_lists_models_exit_4(tmp_path: Path) -> None:
+    with running_server(ServerConfig(model="Qwen/Qwen2.5-32B-Instruct")) as (url, srv):
+        out = gate(tmp_path / "g.db", *bench_args(url))
+    assert out.returncode == 4
+    assert "it serves: Qwen/Qwen2.5-32B-Instruct" in out.stderr
+    assert "Traceback" not in out.stderr and srv.arrivals == 0
+
+
+def test_prompt_longer_than_max_model_len_exit_4(tmp_path: Path) -> None:
+    with running_server(ServerConfig(max_model_len=128)) as (url, srv):
+        out = gate(tmp_path / "g.db", *bench_args(url))
+    assert out.returncode == 4 and "max_model_len 128" in out.stderr
+    assert srv.arrivals == 0
+
+
+@pytest.mark.parametrize("name, n", [
+    ("vllm-bench-serve-result_er0080_v0.25.1_opt125m.json", 1),
+    ("vllm-bench-sweep-run0_er0080_v0.25.1.json", 1),
+    ("vllm-bench-sweep-summary_er0080_v0.25.1.json", 2),
+])
+def test_import_every_vllm_bench_variant(tmp_path: Path, name: str, n: int) -> None:
+    db = tmp_path / "g.db"
+    out = gate(db, "import", "vllm-bench", str(FIX / name), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["benchmarks"]) == n
+    store = Store(f"sqlite:///{db}")
+    (run,) = runs(store, kind="import")
+    assert run.verdict == "PASS" and run.args == ["vllm-bench", str(FIX / name)]
+    bs = benchmarks(store, run.id)
+    assert [b.driver for b in bs] == ["vllm-bench"] * n
+    assert bs[0].summary["completed"] == 8 and bs[0].tier == 2
+    with store.engine.connect() as conn:
+        digest = conn.exec_driver_sql("SELECT sha256 FROM artifact WHERE run_id = ?",
+                                      (run.id,)).scalar()
+    assert digest and len(digest) == 64
+
+
+def test_import_unknown_shape_is_one_line_exit_4(tmp_path: Path) -> None:
+    bad = tmp_path / "other.json"
+    bad.write_text('{"results": []}')
+    out = gate(tmp_path / "g.db", "import", "vllm-bench", str(bad))
+    assert out.returncode == 4
+    (line,) = out.stderr.strip().splitlines()
+    assert str(bad) in line and "not a vllm bench serve result" in line
+
+
+def test_import_warns_when_arrays_disagree(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    with running_server() as (url, _):
+        out = gate(db, *bench_args(url, "--requests", "6", "--no-progress",
+                                   "--save", str(tmp_path / "r.json")))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["median_ttft_ms"] *= 2
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    imported = gate(db, "import", "vllm-bench", str(tmp_path / "t.json"))
+    assert imported.returncode == 0
+    assert "gate: warning:" in imported.stderr and "median_ttft_ms" in imported.stderr
+    store = Store(f"sqlite:///{db}")
+    b = benchmarks(store, runs(store, kind="import")[-1].id)[0]
+    assert b.summary["warnings"] and len(requests(store, b.id)) == 6
+
+
+def test_bench_files_under_the_site_configs_campaign(site_dir: Path) -> None:
+    db = site_dir / "g.db"
+    with running_server() as (url, _):
+        out = subprocess.run([*GATE, *bench_args(url, "--requests", "3", "--no-progress",
+                                                 "--rate", "50", "--goodput", "ttft:5000",
+                                                 "--json")],
+                             cwd=site_dir, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "GATE_DB": f"sqlite:///{db}"}, check=False)
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)["summary"]
+    assert s["request_goodput"] > 0 and s["completed"] == 3
+    store = Store(f"sqlite:///{db}")
+    assert runs(store, campaign="test-campaign", kind="bench")
+    (b,) = benchmarks(store, runs(store, kind="bench")[-1].id)
+    assert b.params["rate"] == 50.0 and b.params["slo"] == {"ttft": 5000.0}
+
+
+def test_bad_goodput_is_a_usage_error(tmp_path: Path) -> None:
+    out = gate(tmp_path / "g.db", *bench_args("http://127.0.0.1:1", "--goodput", "itl:5"))
+    assert out.returncode == 4 and "--goodput" in out.stderr
+
+
+def test_trace_replay_keeps_the_traces_arrival_times(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 10 + 0.1 * i, "prompt_tokens": 20,
+                                         "max_tokens": 4}) + "\n" for i in range(5)))
+    db = tmp_path / "g.db"
+    with running_server() as (url, _):
+        out = gate(db, "bench", "--url", url, "--model", "test-model", "--workload", "trace",
+                   "--workload-file", str(trace), "--concurrency", "2", "--no-progress",
+                   "--api", "chat")
+    assert out.returncode == 0, out.stderr
+    store = Store(f"sqlite:///{db}")
+    (b,) = benchmarks(store, runs(store, kind="bench")[-1].id)
+    assert b.params["arrival"] == "trace" and b.params["api"] == "chat"
+    sched = [r["scheduled"] for r in requests(store, b.id)]
+    gaps = [y - x for x, y in itertools.pairwise(sched)]
+    assert len(sched) == 5 and all(abs(g - 0.1) < 0.03 for g in gaps)

@@ -1,0 +1,1 @@
+"""Test support for the load generator: a real vLLM-shaped streaming server with faults."""
