@@ -62,10 +62,21 @@ def ssh_config(inventory: Inventory, known_hosts: Path,
     return "\n".join(out)
 
 
+_TEMPLATE_MARKERS = ("{{", "{%", "{#")
+
+
 def unsafe_yaml(value: Any) -> str:
-    """YAML flow text for value with every string tagged !unsafe (never templated)."""
+    """YAML flow text for value in which no string is ever templated.
+
+    A string that holds a template marker is tagged !unsafe. Every other string is a
+    plain double-quoted scalar: ansible-core 2.19 resolves an !unsafe scalar's type from
+    its text, so `!unsafe "off"` arrived as the boolean false (and "yes", "1", "null"
+    likewise), while a quoted scalar without the tag always stays a string.
+    """
     if isinstance(value, str):
-        return "!unsafe " + json.dumps(value)
+        if any(m in value for m in _TEMPLATE_MARKERS):
+            return "!unsafe " + json.dumps(value)
+        return json.dumps(value)
     if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
         return json.dumps(value)
     if isinstance(value, Mapping):

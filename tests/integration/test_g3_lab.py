@@ -1,0 +1,144 @@
+"""G3 end to end over SSH in the network-namespace lab: simulated engines run inside the
+gpu host's namespace, started / cold-restarted / stopped through serve.yml (Ansible over
+SSH, become), storage bandwidth read from the storage host over SSH, page caches dropped
+with sudo. Each scenario is a real `gate run G3` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate_testing import GATE
+from tests.lab.netlab import Lab
+
+pytest_plugins = ["tests.lab.fixtures"]
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+PORT = 8311
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """World-readable: the lab user reads the simulator's diskstats file over SSH."""
+    d = Path(tempfile.mkdtemp(prefix="gate-g3lab-"))
+    d.chmod(0o755)
+    yield d
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
+def arm(name: str, shared: Path, extra: list[str]) -> dict[str, object]:
+    command = [sys.executable, "-m", "harness.sim", "--host", "{address}", "--port", "{port}",
+               "--tp", "{tp}", "--instance", "{instance}", "--speed", "30",
+               "--stream-interval", "8", "--cache-dir", str(shared / "tok"),
+               "--diskstats", str(shared / "diskstats"), "--seed", "7", *extra]
+    common = {"name": f"{name}-{{instance}}", "pidfile": str(shared / f"{name}-{{instance}}.pid"),
+              "log": str(shared / f"{name}-{{instance}}.log"), "serve_become": True,
+              "mode": "process"}
+    start = {**common, "command": command, "health_url": "http://{address}:{port}/health",
+             "health_timeout": 60}
+    return {"start": {"playbook": "serve.yml", "vars": {**start, "action": "start"}},
+            "restart": {"playbook": "serve.yml", "vars": {**start, "action": "restart"}},
+            "stop": {"playbook": "serve.yml", "vars": {**common, "action": "stop"}},
+            "health_timeout": 60}
+
+
+def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
+               acc_extra: list[str]) -> Path:
+    lab.write_inventory(site / "hosts.ini")
+    lab.write_known_hosts(site / "known_hosts")
+    config = {
+        "site": {"name": "lab-site", "customer": "Lab Customer"},
+        "campaign": {"name": "lab-g3"},
+        "inventory": "hosts.ini", "known_hosts": "known_hosts",
+        "model": {"name": "Qwen/Qwen2.5-32B-Instruct"},
+        "arms": {"baseline": arm("baseline", shared, ["--external-tier", "off", *base_extra]),
+                 "accelerated": arm("accelerated", shared,
+                                    ["--external-tier", "on", "--tier-dir",
+                                     str(shared / "tier"), *acc_extra])},
+        "layouts": [{"name": "TP8", "tp": 8, "instances": [{"host": "h1", "port": PORT}]}],
+        "load": {"placement": "local", "timeout": 120},
+        "workload": {"doc_tokens": 32000, "max_tokens": 128, "seed": 7},
+        "gates": {"g3": {"tiers": [4], "repetitions": {"min": 3, "max": 5},
+                         "drop_caches_on": ["gpu", "storage"], "bootstrap": 1000,
+                         "evidence": {"diskstats": str(shared / "diskstats"),
+                                      "storage_groups": ["storage"]}}},
+    }
+    path = site / "gate.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def run_g3(lab: Lab, site: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    env = {**os.environ, "GATE_DB": f"sqlite:///{site / 'gate.db'}",
+           "GATE_SUDO_PASSWORD": lab.password}
+    out = subprocess.run([*GATE, "run", "G3", "--force", "-c", str(site / "gate.yaml")],
+                         cwd=site, env=env, capture_output=True, text=True, timeout=900)
+    show = subprocess.run([*GATE, "runs", "show", "1", "--json"], cwd=site, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert show.returncode == 0, show.stderr
+    return out, json.loads(show.stdout)
+
+
+def request_count(site: Path) -> int:
+    from sqlalchemy import create_engine, text
+
+    with create_engine(f"sqlite:///{site / 'gate.db'}").connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM request")).scalar() or 0)
+
+
+def test_seed_shaped_profile_passes_over_ssh(ssh_lab: Lab, tmp_path: Path,
+                                             shared_dir: Path) -> None:
+    write_site(ssh_lab, tmp_path, shared_dir, base_extra=[], acc_extra=[])
+    out, run = run_g3(ssh_lab, tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert run["verdict"] == "PASS" and run["simulated"] is True and run["forced"] is True
+    outcomes = {c["name"]: c["outcome"] for c in run["checks"]}  # type: ignore[index]
+    assert outcomes["test_cell"] == "PASS"
+    assert outcomes["test_arms_serve_the_same_model"] == "PASS"
+    from sqlalchemy import create_engine, text
+
+    with create_engine(f"sqlite:///{tmp_path / 'gate.db'}").connect() as conn:
+        events = {r[0] for r in conn.execute(text("SELECT name FROM event WHERE status='ok'"))}
+        storage = conn.execute(text("SELECT max(value) FROM series WHERE "
+                                    "metric='storage_read_bytes' AND source='h2'")).scalar()
+    assert "drop page cache" in events  # dropped on h1 and h2 with sudo over SSH
+    assert any(e.startswith("serve.yml") for e in events)  # restarts went through Ansible
+    assert storage and storage > 0  # the tier's reads, seen from the storage host
+
+
+def test_null_scenario_is_not_pass(ssh_lab: Lab, tmp_path: Path, shared_dir: Path) -> None:
+    write_site(ssh_lab, tmp_path, shared_dir, base_extra=["--profile", "null"],
+               acc_extra=["--profile", "null"])
+    out, run = run_g3(ssh_lab, tmp_path)
+    assert out.returncode in (1, 2), out.stdout + out.stderr[-3000:]
+    assert run["verdict"] in ("STOP-LOSS", "INCONCLUSIVE")
+
+
+def test_arms_serving_different_models_are_an_error(ssh_lab: Lab, tmp_path: Path,
+                                                    shared_dir: Path) -> None:
+    write_site(ssh_lab, tmp_path, shared_dir, base_extra=[],
+               acc_extra=["--model", "Qwen/Qwen2.5-7B-Instruct"])
+    out, run = run_g3(ssh_lab, tmp_path)
+    assert out.returncode == 3, out.stdout + out.stderr[-3000:]
+    checks = {c["name"]: c for c in run["checks"]}  # type: ignore[index]
+    same = checks["test_arms_serve_the_same_model"]
+    assert same["outcome"] == "ERROR" and "Qwen/Qwen2.5-7B-Instruct" in same["message"]
+    assert checks["test_cell"]["outcome"] == "ERROR"
+    assert request_count(tmp_path) == 0  # arms that differ are never compared
+
+
+def test_engine_killed_mid_phase_is_never_pass_and_keeps_requests(
+        ssh_lab: Lab, tmp_path: Path, shared_dir: Path) -> None:
+    write_site(ssh_lab, tmp_path, shared_dir, base_extra=[], acc_extra=["--crash-after", "10"])
+    out, run = run_g3(ssh_lab, tmp_path)
+    assert out.returncode in (2, 3), out.stdout + out.stderr[-3000:]
+    assert run["verdict"] in ("ERROR", "INCONCLUSIVE")
+    assert request_count(tmp_path) > 0  # what was measured before the crash is kept
