@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from gate_testing import GATE
+
 from tests.lab.netlab import Lab
 
 pytest_plugins = ["tests.lab.fixtures"]
