@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.store import Store
+from harness.store import Store, writer
 from harness.store import runs as store_runs
-from harness.store import writer
 
 
 def help_time(repeat: int = 7) -> float:

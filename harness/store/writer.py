@@ -72,7 +72,8 @@ def insert_requests(store: Store, benchmark_id: int, rows: Iterable[Mapping[str,
             if sql is not None:
                 conn.exec_driver_sql(sql, buf)
             else:  # a driver with named parameters: the portable (slower) Core path
-                conn.execute(insert(_table(RequestRow)), [dict(zip(columns, r)) for r in buf])
+                conn.execute(insert(_table(RequestRow)),
+                             [dict(zip(columns, r, strict=True)) for r in buf])
         buf.clear()
 
     for row in rows:
