@@ -39,7 +39,7 @@ def print_plan(gate: str, config_path: str) -> int:
     console.print(table)
     reps = cfg.gates.g3.repetitions
     for cell in cells(cfg):
-        n = docs_for(cell.tier, cfg.workload.docs_per_concurrency)
+        n = docs_for(cell.tier, cfg.workload.docs_per_concurrency, cfg.workload.min_docs)
         click.echo(f"{cell.key}: {n} documents of {cfg.workload.doc_tokens} tokens per phase, "
                    f"{reps.min}..{reps.max} ABBA pairs")
     click.echo(f"estimated: {_hms(total_min)} at {reps.min} pairs per cell, "

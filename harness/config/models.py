@@ -104,6 +104,7 @@ class Workload(Frozen):
     seed: int = 7
     api: Literal["completions", "chat"] = "completions"
     docs_per_concurrency: int = Field(default=4, gt=0)
+    min_docs: int = Field(default=64, ge=0, description="documents per phase, at least")
 
 
 class BomItem(Frozen):
@@ -137,8 +138,8 @@ class G3Thresholds(Frozen):
 
 
 class Repetitions(Frozen):
-    min: int = Field(default=3, ge=1)
-    max: int = Field(default=8, ge=1)
+    min: int = Field(default=3, ge=2, description="a variance between pairs needs two")
+    max: int = Field(default=8, ge=2)
 
     @model_validator(mode="after")
     def _ordered(self) -> Repetitions:

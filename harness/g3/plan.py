@@ -43,9 +43,11 @@ def pair_order(seed: int, cell_key: str, repetition: int) -> tuple[str, str]:
     return ("accelerated", "baseline") if flip else ("baseline", "accelerated")
 
 
-def docs_for(g3_tier: int, docs_per_concurrency: int) -> int:
-    """Every document is asked exactly once per measured phase, so every request is cold."""
-    return docs_per_concurrency * g3_tier
+def docs_for(tier: int, docs_per_concurrency: int, min_docs: int = 0) -> int:
+    """Documents per phase: every one is asked exactly once, so every request is cold.
+    4 x c by default, but at least `min_docs` (64): with 16 requests a phase, c=4 cells
+    reach only ~45 % power in 8 pairs (docs/g3-statistics.md)."""
+    return max(docs_per_concurrency * tier, min_docs)
 
 
 def doc_seed(workload_seed: int, repetition: int) -> int:
@@ -59,7 +61,8 @@ def doc_seed(workload_seed: int, repetition: int) -> int:
 def estimate_steps(config: SiteConfig, cell: Cell, repetition: int) -> list[Step]:
     g3: G3 = config.gates.g3
     est = g3.estimate
-    n_docs = docs_for(cell.tier, config.workload.docs_per_concurrency)
+    n_docs = docs_for(cell.tier, config.workload.docs_per_concurrency,
+                      config.workload.min_docs)
     tokens = n_docs * (config.workload.doc_tokens + config.workload.question_tokens)
     per_instance = tokens / len(cell.layout.instances)
     steps = []

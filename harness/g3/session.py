@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,11 +104,12 @@ class G3Session:
         wl, g3 = self.config.workload, self.config.gates.g3
         if rep not in self.workloads:
             self.workloads[rep] = doc_qa(
-                docs_for(max(g3.tiers), wl.docs_per_concurrency), wl.doc_tokens,
+                docs_for(max(g3.tiers), wl.docs_per_concurrency, wl.min_docs), wl.doc_tokens,
                 wl.question_tokens, doc_seed(wl.seed, rep), max_tokens=wl.max_tokens,
                 tokenize_url=tokenize_url, model=self.config.model.name)
         full = self.workloads[rep]
-        return replace(full, specs=full.specs[:docs_for(cell.tier, wl.docs_per_concurrency)])
+        n = docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
+        return replace(full, specs=full.specs[:n])
 
     def run_arm(self, cell: Cell, rep: int, arm: str, workload: Any) -> tuple[ArmRep, Any]:
         from harness.loadgen import cache_evidence, run_phase
@@ -169,10 +171,12 @@ class G3Session:
 
     # -- a cell ------------------------------------------------------------------------
     def run_cell(self, cell: Cell) -> Any:
-        from harness.stats import Criteria, RepSample, decide_cell, planned_looks
+        from harness.stats import Criteria, RepSample, decide_cell, look_plan, planned_looks
 
         g3 = self.config.gates.g3
         looks = planned_looks(g3.repetitions.min, g3.repetitions.max)
+        plan = look_plan(looks, g3.confidence)
+        cell_seed = g3.seed + zlib.crc32(cell.key.encode())  # the same at every look
         done = completed_reps(self.gate.store, self.gate.run_id, cell)
         crit = Criteria(ttft_p50_drop=g3.thresholds.ttft_p50_drop,
                         throughput_gain=g3.thresholds.throughput_gain,
@@ -197,7 +201,7 @@ class G3Session:
                     [RepSample(p["accelerated"].ttft, p["accelerated"].output_tokens,
                                p["accelerated"].wall_time) for p in reps],
                     crit, confidence=g3.confidence, look=rep + 1, looks=looks,
-                    n_boot=g3.bootstrap, seed=g3.seed + rep)
+                    n_boot=g3.bootstrap, seed=cell_seed, plan=plan)
                 self.store_cell(cell, decision, reps)
                 if decision.final or decision.verdict.value != "INCONCLUSIVE" \
                         or decision.needs_signoff:
