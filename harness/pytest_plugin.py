@@ -58,6 +58,7 @@ class GateContext:
     inventory: Inventory
     artifact_dir: Path
     optional: tuple[str, ...] = ()
+    suite_dir: Path | None = None  # only an assertion raised in here is a STOP-LOSS
     resume_from: int | None = None
     dry_run: bool = False
     simulated: bool = False
@@ -93,6 +94,7 @@ class Tally:
     collected: int = 0
     deselected: int = 0
     interrupted: bool = False
+    reported: set[str] = field(default_factory=set)  # nodeids with an outcome row
 
 
 def _short(exc: BaseException) -> str:
@@ -188,7 +190,8 @@ class GatePlugin:
                     verdict = Verdict.INCONCLUSIVE
                     if not isinstance(exc, NeedsSignoff):
                         self.tally.signoff_only = False
-                elif isinstance(exc, AssertionError | pytest.fail.Exception):
+                elif isinstance(exc, AssertionError | pytest.fail.Exception) and \
+                        self._raised_by_suite(call.excinfo):
                     verdict = Verdict.STOP_LOSS
                 else:
                     verdict = Verdict.ERROR
@@ -209,6 +212,16 @@ class GatePlugin:
         self._record(item.nodeid, name, recorder.host, verdict, message, report.when,
                      report.duration, recorder)
 
+    def _raised_by_suite(self, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+        """A criterion missed is an assertion in the gate's own checks; an assert that
+        fires inside the harness or a library is a bug, and a bug never decides."""
+        if self.ctx.suite_dir is None:
+            return True
+        suite = self.ctx.suite_dir.resolve()
+        frames = [Path(str(e.path)).resolve() for e in excinfo.traceback
+                  if "_pytest" not in Path(str(e.path)).parts]
+        return bool(frames) and suite in frames[-1].parents
+
     def _skip(self, item: pytest.Item, report: pytest.TestReport) -> tuple[Verdict | str, str]:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         if any(opt and (opt in item.nodeid or opt == item.name) for opt in self.ctx.optional):
@@ -218,6 +231,7 @@ class GatePlugin:
     def _record(self, nodeid: str, name: str, host: str | None, verdict: Verdict | str,
                 message: str, stage: str, duration: float,
                 recorder: CheckRecorder | None = None) -> None:
+        self.tally.reported.add(nodeid)
         if isinstance(verdict, Verdict):
             self.tally.outcomes.append(verdict)
             if verdict is not Verdict.PASS and message:

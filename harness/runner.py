@@ -135,6 +135,7 @@ def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> Ru
     optional = getattr(cfg.gates, req.gate.lower()).optional
     ctx = GateContext(gate=req.gate, run_id=run_id, store=req.store, loaded=req.loaded,
                       inventory=inventory, artifact_dir=artifact_dir, optional=tuple(optional),
+                      suite_dir=suite,
                       resume_from=req.resume_run, dry_run=req.dry_run, simulated=cfg.simulated)
     plugin = GatePlugin(ctx, progress=progress)
     beat = _Heartbeat(req.store, run_id)
@@ -171,6 +172,11 @@ def _finish(req: RunRequest, ctx: GateContext, plugin: GatePlugin, interrupted: 
         verdict, reason, status = Verdict.ERROR, "aborted (interrupted)", "ABORTED"
     elif code == 4:  # pytest usage error: our own args were wrong
         verdict, reason = Verdict.ERROR, "pytest refused its arguments (see stderr)"
+    elif code not in (0, 1, 5):  # internal error (a hook raised): the rest never ran
+        verdict, reason = Verdict.ERROR, f"pytest stopped abnormally (exit {int(code)})"
+    elif code != 5 and len(tally.reported) < tally.collected:
+        missing = tally.collected - len(tally.reported)
+        verdict, reason = Verdict.ERROR, f"{missing} of {tally.collected} checks reported nothing"
     elif not reason and verdict is not Verdict.PASS:
         reason = "; ".join(tally.reasons[:5])
     needs_signoff = (verdict is Verdict.INCONCLUSIVE and tally.signoff_only

@@ -65,7 +65,8 @@ def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
         if decision is not None:
             g3.store_cell(cell, decision, [], override=problem)
         raise Inconclusive(problem)
-    assert decision is not None
+    if decision is None:  # no look was reached: nothing was decided
+        raise MeasurementError("no decision was reached for the cell", stage="decision")
     verdict = decision.verdict.value
     if decision.needs_signoff:
         raise NeedsSignoff(decision.reason)
@@ -73,4 +74,5 @@ def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
         raise Inconclusive(decision.reason)
     if verdict == "STOP-LOSS":
         pytest.fail(f"STOP-LOSS: {decision.reason}", pytrace=False)
-    assert verdict == "PASS", f"unexpected cell verdict {verdict}"
+    if verdict != "PASS":
+        raise MeasurementError(f"unexpected cell verdict {verdict}", stage="decision")

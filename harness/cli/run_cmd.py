@@ -131,13 +131,20 @@ def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: st
         raise UsageError(f"run {run_id} is finished ({row.verdict}); nothing to resume")
     if row.gate != "G3":
         raise UsageError(f"run {run_id} is {row.gate}; only G3 runs resume in this version")
-    if row.status == "RUNNING":
-        store_runs.abort_run(store, run_id)  # refuses while its process is alive
-    store_runs.reopen_run(store, run_id)
     loaded = open_config(config_path)
     if loaded.digest() != row.config_hash:
         raise UsageError(f"the config differs from the one run {run_id} started with",
                          file=str(loaded.path), hint="resume with the same gate.yaml")
+    from harness.config.inventory import load_inventory
+
+    inventory = load_inventory(Path(inventory_path) if inventory_path else
+                               loaded.inventory_path)
+    if sorted(inventory.hosts) != sorted(row.hosts):
+        raise UsageError(f"the inventory's hosts differ from run {run_id}'s",
+                         file=str(inventory.path), hint="resume with the same inventory")
+    if row.status == "RUNNING":
+        store_runs.abort_run(store, run_id)  # refuses while its process is alive
+    store_runs.reopen_run(store, run_id)
     req = RunRequest(gate="G3", loaded=loaded, store=store,
                      inventory_path=Path(inventory_path) if inventory_path else None,
                      forced=row.forced, resume_run=run_id)

@@ -183,8 +183,8 @@ def runs_abort(run_id: int, db_url: str | None, force: bool) -> None:
 @click.command()
 @click.argument("run_id", type=int)
 @click.option("--by", "name", required=True, help="Who signs.")
-@click.option("--role", type=click.Choice(["reviewer", "vendor", "customer"]), default="reviewer",
-              show_default=True)
+@click.option("--role", type=click.Choice(["reviewer", "vendor", "customer"]), required=True,
+              help="reviewer accepts an above-band result; vendor / customer record acceptance.")
 @click.option("--note", required=True, help="Why (printed on the report).")
 @db_option
 def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) -> None:
@@ -197,8 +197,8 @@ def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) ->
         raise UsageError("--by and --note must not be empty")
     store = open_store(db_url)
     run = store_runs.get_run(store, run_id)
-    if run.status == "RUNNING":
-        raise UsageError(f"run {run_id} is still running; sign it off when it has finished")
+    if run.status != "FINISHED":
+        raise UsageError(f"run {run_id} is {run.status}; only a finished run can be signed off")
     store_runs.add_signoff(store, run_id, role=role, name=name.strip(), note=note.strip())
     verdict = store_runs.effective_verdict(store, store_runs.get_run(store, run_id))
     click.echo(f"run {run_id}: signed by {name} ({role}); counts as {verdict}")

@@ -152,6 +152,12 @@ class Evidence(Frozen):
     """What proves the accelerated arm read from the tier and the baseline did not."""
 
     min_external_hit_share: float = Field(default=0.5, ge=0, le=1)
+    # Failed requests count as +inf TTFT and no tokens: on the baseline they inflate the
+    # gain, so a phase with more than this share failed cannot decide a cell.
+    max_failed_share: float = Field(default=0.02, ge=0, le=0.5)
+    # A cold restart must leave the GPU prefix cache empty: local hits above this share
+    # of the measured phase's prompt tokens mean the restart was not cold.
+    max_local_hit_share: float = Field(default=0.05, ge=0, le=1)
     storage_sample_interval: float = Field(default=1.0, gt=0)
     metrics_interval: float = Field(default=5.0, gt=0)
     storage_groups: list[str] = Field(default_factory=lambda: ["storage"])

@@ -136,9 +136,10 @@ class G3Session:
             writer.finish_benchmark(store, warm, status="FINISHED", duration=w.wall_time,
                                     summary=_summary(w))
             _some_succeeded(w.records, "warm", arm)
+            urls = [ep.url for ep in eps]
+            warmed = scrape_all(urls, scrape)
             self.control.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
-            urls = [ep.url for ep in eps]
             before = scrape_all(urls, scrape)
             bench = start_phase("measured", specs)
             ev = cfg.gates.g3.evidence
@@ -151,6 +152,7 @@ class G3Session:
             _some_succeeded(m.records, "measured", arm)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
+            evidence["cold_restart"] = all_restarted(warmed, before)
             evidence["storage"] = sampler.bandwidth()
             evidence["storage_errors"] = sampler.errors[:5]
             now = time.time()
@@ -180,7 +182,8 @@ class G3Session:
         done = completed_reps(self.gate.store, self.gate.run_id, cell)
         crit = Criteria(ttft_p50_drop=g3.thresholds.ttft_p50_drop,
                         throughput_gain=g3.thresholds.throughput_gain,
-                        band_top=g3.thresholds.band_top)
+                        band_top=g3.thresholds.band_top,
+                        max_failed_share=g3.evidence.max_failed_share)
         decision: Any = None
         evidence_problem = ""
         for rep in range(g3.repetitions.max):
@@ -189,8 +192,7 @@ class G3Session:
                 for arm in pair_order(g3.seed, cell.key, rep):
                     pair[arm], workload = self.run_arm(cell, rep, arm, workload)
                 done[rep] = pair
-            evidence_problem = evidence_problem or check_evidence(
-                done[rep], g3.evidence.min_external_hit_share)
+            evidence_problem = evidence_problem or check_evidence(done[rep], g3.evidence)
             if evidence_problem:
                 break
             if rep + 1 in looks:
@@ -232,11 +234,26 @@ class G3Session:
         })
 
 
-def check_evidence(pair: dict[str, ArmRep], min_share: float) -> str:
+def check_evidence(pair: dict[str, ArmRep], rules: Any) -> str:
     """'' when the pair's evidence is sound, else why the cell cannot be decided."""
     acc, base = pair["accelerated"].evidence, pair["baseline"].evidence
+    min_share = rules.min_external_hit_share
+    for arm in ARMS:
+        t = pair[arm].ttft
+        failed = int(np.sum(~np.isfinite(t)))
+        if t.size and failed / t.size > rules.max_failed_share:
+            return (f"{arm} arm: {failed} of {t.size} requests failed (> "
+                    f"{rules.max_failed_share:.0%}): failures would bias the comparison")
     if acc.get("counter_reset") or base.get("counter_reset"):
         return "engine counters reset during a measured phase (did an engine restart?)"
+    for arm, ev in (("accelerated", acc), ("baseline", base)):
+        if ev.get("cold_restart") is False:
+            return f"{arm} arm: the restart was not cold (counters did not restart)"
+        local = float((ev.get("by_source") or {}).get("local_cache_hit", 0.0))
+        prompt = float(ev.get("prompt_tokens") or 0.0)
+        if prompt > 0 and local / prompt > rules.max_local_hit_share:
+            return (f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
+                    "tokens after the restart: the restart was not cold")
     if not acc.get("exposes_external"):
         return f"{NOT_EXERCISED}: no external-cache counters on the accelerated arm"
     if acc["external_hit_share"] < min_share:
@@ -245,6 +262,25 @@ def check_evidence(pair: dict[str, ArmRep], min_share: float) -> str:
     if base.get("external_hit_tokens", 0) > 0:
         return f"{CONTAMINATED}: {base['external_hit_tokens']:.0f} external hit tokens"
     return ""
+
+
+def restarted(warmed: Any, fresh: Any) -> bool | None:
+    """Did the engine really restart? Its process start time moved, or its prompt-token
+    counter went back (a new process counts from zero). None: it exposes neither."""
+    a, b = warmed.value("process_start_time_seconds"), fresh.value("process_start_time_seconds")
+    if a is not None and b is not None and b != a:
+        return True
+    pa, pb = warmed.value("vllm:prompt_tokens"), fresh.value("vllm:prompt_tokens")
+    if pa is None or pb is None:
+        return None if a is None or b is None else False
+    return bool(pb < pa)
+
+
+def all_restarted(warmed: list[Any], fresh: list[Any]) -> bool | None:
+    seen = [restarted(w, f) for w, f in zip(warmed, fresh, strict=True)]
+    if any(s is False for s in seen):
+        return False
+    return True if seen and all(seen) else None
 
 
 def compare_arms(config: SiteConfig, layout: Layout,

@@ -175,7 +175,10 @@ def finish_run(store: Store, run_id: int, *, verdict: str, reason: str, status: 
     if simulated is not None:
         values["simulated"] = simulated
     with store.session() as s:
-        s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+        # Only a RUNNING run finishes: a run aborted meanwhile (`gate runs abort`) stays
+        # ABORTED even if its old process comes back and reports.
+        s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "RUNNING")
+                  .values(**values))
         s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
 
 
@@ -269,7 +272,10 @@ def signoffs(store: Store, run_id: int) -> list[SignoffRow]:
 
 
 def effective_verdict(store: Store, run: RunRow) -> str:
-    signed = any(x.role == "reviewer" for x in signoffs(store, run.id))
+    """A reviewer's sign-off counts only if made after the run finished (a resumed run's
+    new result needs a new sign-off)."""
+    signed = any(x.role == "reviewer" and run.finished_at is not None
+                 and x.at >= run.finished_at for x in signoffs(store, run.id))
     return effective(run.verdict, run.needs_signoff, signed, run.status)
 
 

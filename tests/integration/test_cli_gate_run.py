@@ -60,6 +60,14 @@ def test_a_harness_bug_is_error_not_stop_loss_and_hosts_parametrize(
     assert bug["outcome"] == "ERROR" and "KeyError" in bug["message"]
 
 
+def test_only_an_assertion_in_the_suite_is_stop_loss(gate_cli: GateRunner) -> None:
+    out = gate_cli("run", "G1", "--suite", suite("harness_assert"))
+    assert out.returncode == 1, out.stderr
+    checks = {c["name"]: c["outcome"]
+              for c in json.loads(gate_cli("runs", "show", "1", "--json").stdout)["checks"]}
+    assert checks == {"test_library_assert": "ERROR", "test_suite_assert": "STOP-LOSS"}
+
+
 def test_zero_checks_is_error(gate_cli: GateRunner) -> None:
     out = gate_cli("run", "G1", "--suite", suite("empty"))
     assert out.returncode == 3

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from harness.config.loader import parse_config
+from harness.config.models import Evidence
 from harness.g3.plan import cells, doc_seed, dry_run, pair_order
 from harness.g3.session import ArmRep, check_evidence, compare_arms
 
@@ -89,5 +90,19 @@ def rep(evidence: dict[str, Any]) -> ArmRep:
      "baseline contaminated"),
 ])
 def test_evidence_rules(acc: dict[str, Any], base: dict[str, Any], words: str) -> None:
-    problem = check_evidence({"accelerated": rep(acc), "baseline": rep(base)}, 0.5)
+    problem = check_evidence({"accelerated": rep(acc), "baseline": rep(base)}, Evidence())
     assert (words in problem) if words else problem == ""
+
+
+def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
+    good = {"exposes_external": True, "external_hit_share": 0.9, "prompt_tokens": 1000.0,
+            "by_source": {"local_cache_hit": 0.0}, "cold_restart": True}
+    failing = ArmRep(np.array([1.0] * 97 + [np.inf] * 3), 100, 1.0, good, 1)
+    pair = {"accelerated": rep(good), "baseline": failing}
+    assert "baseline arm: 3 of 100 requests failed" in check_evidence(pair, Evidence())
+    warm = {**good, "by_source": {"local_cache_hit": 400.0}}
+    assert "not cold" in check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
+                                        Evidence())
+    not_restarted = {**good, "cold_restart": False}
+    assert "restart was not cold" in check_evidence(
+        {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence())

@@ -91,3 +91,28 @@ def test_cells_upsert_within_a_run(tmp_path: Path) -> None:
     writer.upsert_cell(store, run_id, {**base, "verdict": "PASS"})
     cells = writer.cells(store, run_id)
     assert [c.verdict for c in cells] == ["PASS"]
+
+
+def test_signoff_counts_only_for_the_result_it_saw(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    run_id = new_run(store, "G3")
+    store_runs.finish_run(store, run_id, verdict="INCONCLUSIVE", reason="above band",
+                          needs_signoff=True)
+    store_runs.add_signoff(store, run_id, role="reviewer", name="R", note="checked")
+    assert store_runs.effective_verdict(store, store_runs.get_run(store, run_id)) == "PASS"
+    store_runs.reopen_run(store, run_id)  # gate resume: a new result needs a new sign-off
+    store_runs.finish_run(store, run_id, verdict="INCONCLUSIVE", reason="above band",
+                          needs_signoff=True)
+    row = store_runs.get_run(store, run_id)
+    assert store_runs.effective_verdict(store, row) == "INCONCLUSIVE"
+
+
+def test_an_aborted_run_stays_aborted_when_its_old_process_reports(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    run_id = new_run(store)
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE run SET pid=999999999"))
+    store_runs.abort_run(store, run_id)
+    store_runs.finish_run(store, run_id, verdict="PASS", reason="")
+    row = store_runs.get_run(store, run_id)
+    assert (row.status, row.verdict) == ("ABORTED", "ERROR")
