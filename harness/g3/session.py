@@ -17,11 +17,9 @@ from harness.errors import EndpointError, InfrastructureError, MeasurementError
 from harness.g3.arms import ArmControl, endpoints, wait_healthy
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
 from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
+from harness.g3.rules import all_restarted, check_evidence, compare_arms
 from harness.store import runs as store_runs
 from harness.store import writer
-
-NOT_EXERCISED = "accelerator not exercised"
-CONTAMINATED = "baseline contaminated"
 
 
 @dataclass(frozen=True)
@@ -232,81 +230,6 @@ class G3Session:
                         "gain_verdict": d.gain.verdict.value,
                         "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps]},
         })
-
-
-def check_evidence(pair: dict[str, ArmRep], rules: Any) -> str:
-    """'' when the pair's evidence is sound, else why the cell cannot be decided."""
-    acc, base = pair["accelerated"].evidence, pair["baseline"].evidence
-    min_share = rules.min_external_hit_share
-    for arm in ARMS:
-        t = pair[arm].ttft
-        failed = int(np.sum(~np.isfinite(t)))
-        if t.size and failed / t.size > rules.max_failed_share:
-            return (f"{arm} arm: {failed} of {t.size} requests failed (> "
-                    f"{rules.max_failed_share:.0%}): failures would bias the comparison")
-    if acc.get("counter_reset") or base.get("counter_reset"):
-        return "engine counters reset during a measured phase (did an engine restart?)"
-    for arm, ev in (("accelerated", acc), ("baseline", base)):
-        if ev.get("cold_restart") is False:
-            return f"{arm} arm: the restart was not cold (counters did not restart)"
-        local = float((ev.get("by_source") or {}).get("local_cache_hit", 0.0))
-        prompt = float(ev.get("prompt_tokens") or 0.0)
-        if prompt > 0 and local / prompt > rules.max_local_hit_share:
-            return (f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
-                    "tokens after the restart: the restart was not cold")
-    if not acc.get("exposes_external"):
-        return f"{NOT_EXERCISED}: no external-cache counters on the accelerated arm"
-    if acc["external_hit_share"] < min_share:
-        return (f"{NOT_EXERCISED}: external hits {acc['external_hit_share']:.0%} of prompt "
-                f"tokens < {min_share:.0%}")
-    if base.get("external_hit_tokens", 0) > 0:
-        return f"{CONTAMINATED}: {base['external_hit_tokens']:.0f} external hit tokens"
-    return ""
-
-
-def restarted(warmed: Any, fresh: Any) -> bool | None:
-    """Did the engine really restart? Its process start time moved, or its prompt-token
-    counter went back (a new process counts from zero). None: it exposes neither."""
-    a, b = warmed.value("process_start_time_seconds"), fresh.value("process_start_time_seconds")
-    if a is not None and b is not None and b != a:
-        return True
-    pa, pb = warmed.value("vllm:prompt_tokens"), fresh.value("vllm:prompt_tokens")
-    if pa is None or pb is None:
-        return None if a is None or b is None else False
-    return bool(pb < pa)
-
-
-def all_restarted(warmed: list[Any], fresh: list[Any]) -> bool | None:
-    seen = [restarted(w, f) for w, f in zip(warmed, fresh, strict=True)]
-    if any(s is False for s in seen):
-        return False
-    return True if seen and all(seen) else None
-
-
-def compare_arms(config: SiteConfig, layout: Layout,
-                 cards: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Everything but the accelerator must be equal; each difference named."""
-    problems = []
-    base, acc = cards.get("baseline", []), cards.get("accelerated", [])
-    for key, label in (("model", "served model"), ("max_model_len", "max_model_len"),
-                       ("version", "engine version")):
-        b = sorted({str(c[key]) for c in base if c[key] is not None})
-        a = sorted({str(c[key]) for c in acc if c[key] is not None})
-        if b and a and b != a:
-            problems.append(f"{label} differs: baseline {', '.join(b)} vs accelerated "
-                            f"{', '.join(a)}")
-    for arm, arm_cards in cards.items():
-        for i, c in enumerate(arm_cards):
-            if config.model.name not in c["models"]:
-                problems.append(f"{arm} instance {i} does not serve {config.model.name} "
-                                f"(serves {', '.join(c['models']) or 'nothing'})")
-            if c["tp"] is not None and c["tp"] != layout.tp:
-                problems.append(f"{arm} instance {i} runs tp={c['tp']}, layout "
-                                f"{layout.name} declares tp={layout.tp}")
-        if len(arm_cards) != len(layout.instances):
-            problems.append(f"{arm}: {len(arm_cards)} instances answered, layout declares "
-                            f"{len(layout.instances)}")
-    return problems
 
 
 def completed_reps(store: Any, run_id: int, cell: Cell) -> dict[int, dict[str, ArmRep]]:

@@ -10,7 +10,8 @@ import pytest
 from harness.config.loader import parse_config
 from harness.config.models import Evidence
 from harness.g3.plan import cells, doc_seed, dry_run, pair_order
-from harness.g3.session import ArmRep, check_evidence, compare_arms
+from harness.g3.rules import check_evidence, compare_arms
+from harness.g3.session import ArmRep
 
 CONFIG = """\
 site: {name: s}
