@@ -13,6 +13,7 @@ from harness.g3.plan import ARMS
 
 NOT_EXERCISED = "accelerator not exercised"
 CONTAMINATED = "baseline contaminated"
+OUTPUT_TOLERANCE = 0.05  # mean output tokens per request may differ this much between arms
 
 
 def check_evidence(pair: dict[str, Any], rules: Any) -> str:
@@ -25,6 +26,15 @@ def check_evidence(pair: dict[str, Any], rules: Any) -> str:
         if t.size and failed / t.size > rules.max_failed_share:
             return (f"{arm} arm: {failed} of {t.size} requests failed (> "
                     f"{rules.max_failed_share:.0%}): failures would bias the comparison")
+    means = {}
+    for arm in ARMS:
+        ok = int(np.sum(np.isfinite(pair[arm].ttft)))
+        means[arm] = pair[arm].output_tokens / ok if ok else 0.0
+    if max(means.values()) > 0 and abs(means["accelerated"] - means["baseline"]) > \
+            OUTPUT_TOLERANCE * max(means.values()):
+        # Throughput counts output tokens: an arm that talks longer would look faster.
+        return (f"output lengths differ: {means['baseline']:.1f} vs "
+                f"{means['accelerated']:.1f} tokens per request (baseline vs accelerated)")
     if acc.get("counter_reset") or base.get("counter_reset"):
         return "engine counters reset during a measured phase (did an engine restart?)"
     for arm, ev in (("accelerated", acc), ("baseline", base)):

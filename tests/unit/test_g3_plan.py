@@ -104,6 +104,10 @@ def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
     warm = {**good, "by_source": {"local_cache_hit": 400.0}}
     assert "not cold" in check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
                                         Evidence())
+    longer = ArmRep(np.ones(100), 100 * 140, 1.0, good, 1)
+    shorter = ArmRep(np.ones(100), 100 * 128, 1.0, good, 1)
+    assert "output lengths differ" in check_evidence(
+        {"accelerated": longer, "baseline": shorter}, Evidence())
     not_restarted = {**good, "cold_restart": False}
     assert "restart was not cold" in check_evidence(
         {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence())
