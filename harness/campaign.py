@@ -19,21 +19,25 @@ class GateState:
     latest_any: RunRow | None  # latest run of any kind (partial / running included)
 
 
-def gate_states(store: Store, campaign: str) -> list[GateState]:
+def gate_states(store: Store, campaign: str, *, include_simulated: bool = True
+                ) -> list[GateState]:
     states = []
     for gate in GATES:
         history = store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
-        counted = [r for r in history if not r.partial and r.status != "RUNNING"]
+        counted = [r for r in history if not r.partial and r.status != "RUNNING"
+                   and (include_simulated or not r.simulated)]
         latest = counted[-1] if counted else None
         verdict = store_runs.effective_verdict(store, latest) if latest else "not run"
         states.append(GateState(gate, latest, verdict, history[-1] if history else None))
     return states
 
 
-def check_prerequisites(store: Store, campaign: str, gate: str) -> None:
-    """Refuse (exit 4) unless every earlier gate's latest non-partial run is PASS."""
+def check_prerequisites(store: Store, campaign: str, gate: str, *,
+                        simulated: bool = False) -> None:
+    """Refuse (exit 4) unless every earlier gate's latest non-partial run is PASS. A run
+    against simulated hardware satisfies only a simulated campaign, never a real one."""
     earlier = GATES[: GATES.index(gate)]
-    states = {s.gate: s for s in gate_states(store, campaign)}
+    states = {s.gate: s for s in gate_states(store, campaign, include_simulated=simulated)}
     for g in earlier:
         state = states[g]
         if state.verdict != "PASS":

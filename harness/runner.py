@@ -30,7 +30,8 @@ SUITES = {"G1": "g1_arrival", "G2": "g2_baseline", "G3": "g3_main", "G4": "g4_st
 # What each gate needs from the inventory before it can start.
 REQUIRED_GROUPS = {"G1": ("gpu",), "G2": ("gpu",), "G3": (), "G4": ("gpu",)}
 HEARTBEAT_EVERY = 15.0
-DESELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
+DESELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise",
+               "--ignore", "--ignore-glob", "-x", "--exitfirst", "--maxfail")
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> Ru
     inventory = prepare_inventory(req)
     cfg = req.loaded.config
     if not req.forced and req.resume_run is None:
-        check_prerequisites(req.store, cfg.campaign.name, req.gate)
+        check_prerequisites(req.store, cfg.campaign.name, req.gate, simulated=cfg.simulated)
     run_id = req.resume_run or store_runs.start_gate_run(req.store, store_runs.NewRun(
         campaign=cfg.campaign.name, site=cfg.site.name, customer=cfg.site.customer,
         kind="gate", gate=req.gate, forced=req.forced, trigger=req.trigger,

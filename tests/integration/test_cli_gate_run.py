@@ -89,12 +89,27 @@ def test_deselected_run_is_partial_and_does_not_satisfy_the_next_gate(
         gate_cli: GateRunner) -> None:
     out = gate_cli("run", "G1", "--suite", suite("passing"), "--", "-k", "one")
     assert out.returncode == 0 and "PARTIAL" in out.stdout
+    ignored = gate_cli("run", "G1", "--suite", suite("mixed"), "--", "--ignore",
+                       str(SUITES / "mixed" / "test_mixed.py"))
+    assert "PARTIAL" in ignored.stdout
     run = runs_json(gate_cli)[0]
     assert run["partial"] is True and (run["checks_selected"], run["checks_total"]) == (1, 2)
     refused = gate_cli("run", "G2", "--suite", suite("passing"))
     assert refused.returncode == 4
     assert "G2 needs G1 passed first" in refused.stderr and "--force" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_simulated_pass_does_not_open_a_real_campaign(gate_cli: GateRunner,
+                                                         site_dir: Path) -> None:
+    cfg = site_dir / "gate.yaml"
+    real = cfg.read_text()
+    cfg.write_text(real + "simulated: true\n")
+    assert gate_cli("run", "G1", "--suite", suite("passing")).returncode == 0
+    assert gate_cli("run", "G2", "--suite", suite("passing")).returncode == 0  # sim -> sim
+    cfg.write_text(real)
+    refused = gate_cli("run", "G2", "--suite", suite("passing"))
+    assert refused.returncode == 4 and "G2 needs G1 passed first" in refused.stderr
 
 
 def test_order_is_enforced_and_force_is_recorded(gate_cli: GateRunner) -> None:
