@@ -14,9 +14,11 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +32,8 @@ from harness.config.inventory import load_inventory
 from harness.errors import PlaybookError, UsageError
 
 BECOME_PROMPT = r"^BECOME password.*:\s*?$"
+# ansible-runner looks at the cancel callback every pexpect_timeout (5 s), then kills.
+_CANCEL_WAIT = 30.0
 _CONTROL_PATH_MAX = 60  # + "/" + a 40-char hash must fit a unix socket path (108)
 
 
@@ -139,14 +143,15 @@ def run_playbook(playbook: str | Path, *, inventory: Path, known_hosts: Path,
 
     t0 = time.monotonic()
     try:
-        r = ansible_runner.run(
+        r = _run_interruptibly(str(pdd), lambda cancel: ansible_runner.run(
             private_data_dir=str(pdd), playbook=str(book), project_dir=str(book.parent),
             inventory=str(inv.path), limit=limit, cmdline=shlex.join(cmdline),
             envvars=_env(pdd, control_dir), event_handler=handle, quiet=True,
             passwords={BECOME_PROMPT: become_password} if become_password is not None else None,
             timeout=int(timeout) if timeout else None, ident="run", rotate_artifacts=0,
             suppress_env_files=True,  # env/passwords would hold the become password
-        )
+            cancel_callback=cancel,
+        ))
     finally:
         _stop_masters(control_dir)
         if control_dir.parent != pdd:
@@ -155,6 +160,59 @@ def run_playbook(playbook: str | Path, *, inventory: Path, known_hosts: Path,
                             time.monotonic() - t0)
     _raise_for(result, r, timeout)
     return result
+
+
+def _run_interruptibly(marker: str, run: Callable[[Callable[[], bool]], Any]) -> Any:
+    """Run ansible-runner in a worker thread; an interrupt of the caller cancels it.
+
+    Why: called from the main thread without a cancel callback, ansible-runner installs
+    SIGTERM / SIGINT handlers of its own and never restores them, so after one playbook
+    `gate run` could no longer be stopped (and a SIGTERM became a "canceled" playbook
+    failure). In a worker thread it touches no handler; a KeyboardInterrupt (gate's
+    SIGTERM) in the waiting thread sets the cancel event, ansible-runner kills the
+    playbook, and the interrupt goes on to the caller. Ansible's forked workers run in
+    sessions of their own, which ansible-runner's kill misses: they are found by
+    `marker` (the private data dir, in their inherited command line) and killed too.
+    """
+    cancel, done = threading.Event(), threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = run(cancel.is_set)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="gate-ansible", daemon=True).start()
+    # An Event, not Thread.join: a signal raised inside join() makes CPython 3.11 mark the
+    # still-running thread as stopped (bpo-45274), and the cancel below would not wait.
+    try:
+        while not done.wait(0.2):
+            pass
+    except BaseException:
+        cancel.set()
+        done.wait(_CANCEL_WAIT)
+        _kill_groups_naming(marker)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _kill_groups_naming(marker: str) -> None:
+    """SIGKILL the process group of every process whose command line contains marker."""
+    needle = marker.encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if needle not in (proc / "cmdline").read_bytes():
+                continue
+            os.killpg(os.getpgid(int(proc.name)), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue  # gone meanwhile, or not ours to signal
 
 
 def _raise_for(result: PlaybookResult, r: Any, timeout: float | None) -> None:
