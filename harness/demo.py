@@ -96,13 +96,15 @@ report: {{lang: en}}
 
 
 INVENTORY = """\
-# Written by `gate demo`: every simulated host is this machine.
+# Written by `gate demo`: every simulated host is this machine. gate_sim_hardware makes a
+# host answer its hardware tools (nvidia-smi, nvme, lspci, ...) from captured real outputs
+# (`gate hosts check` shows which); every other command runs here for real.
 [gpu]
-gpu1 ansible_connection=local ansible_host=127.0.0.1
+gpu1 ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=gpu-a100
 [storage]
-fx100-sim ansible_connection=local ansible_host=127.0.0.1
+fx100-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=storage-nvme
 [client]
-loadgen-sim ansible_connection=local ansible_host=127.0.0.1
+loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=client
 """
 
 

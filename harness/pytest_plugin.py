@@ -75,12 +75,15 @@ class GateContext:
         if self.pool is None:
             from harness.transport import TransportPool
 
+            # A simulated host's answer flags the run, whichever suite asked.
             self.pool = TransportPool(self.inventory, known_hosts=self.loaded.known_hosts_path,
-                                      sudo_password=self.sudo_password)
+                                      sudo_password=self.sudo_password,
+                                      on_simulated=self.mark_simulated)
         return self.pool
 
     def mark_simulated(self) -> None:
-        """Called when a server reports it is simulated (detected, not only configured)."""
+        """Called when a server or a host's hardware reports it is simulated (detected,
+        not only configured)."""
         if not self.simulated:
             self.simulated = True
             store_runs.mark_simulated(self.store, self.run_id)

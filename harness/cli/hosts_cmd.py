@@ -84,16 +84,20 @@ def _table(statuses: list[Any], known_hosts: Path) -> None:
     from rich.table import Table
 
     table = Table(title=f"hosts (host keys: {known_hosts})", title_justify="left")
+    # The hardware column appears only when some host's hardware is simulated.
+    show_hw = any(s.hardware != "real" for s in statuses)
     for col in ("host", "address", "reachable", "user", "auth", "host key", "sudo", "python",
-                "rtt ms", "ok"):
+                "rtt ms", *(("hardware",) if show_hw else ()), "ok"):
         table.add_column(col, no_wrap=col in ("host", "address"))
     for s in statuses:
+        hardware = (f"[yellow]{escape(s.hardware)}[/]" if s.hardware != "real" else "real",)
         table.add_row(
             escape(s.name), escape(s.address), "yes" if s.reachable else "[red]no[/]",
             escape(s.user or "-"), escape(_short_auth(s.auth)),
             escape(s.host_key) if s.host_key == "trusted" else f"[red]{escape(s.host_key)}[/]",
             escape(s.sudo), escape(s.python or "-"),
             f"{s.rtt_ms:.1f}" if s.rtt_ms is not None else "-",
+            *(hardware if show_hw else ()),
             "[green]ok[/]" if s.ok else "[red]PROBLEM[/]")
     from rich.console import Console
 

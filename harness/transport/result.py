@@ -53,6 +53,10 @@ class CommandResult:
     started: float  # epoch seconds
     duration: float  # seconds
     truncated: bool = False
+    # Answered by a simulated host from a captured output (harness.transport.simulated),
+    # not by the machine itself; `capture` names the file ("" when it had none).
+    simulated: bool = False
+    capture: str = ""
 
     @property
     def ok(self) -> bool:

@@ -30,6 +30,7 @@ from harness.transport.connection import ConnectOptions, open_connection, open_s
 from harness.transport.endpoint import DEFAULT_SSH_CONFIG, resolve
 from harness.transport.hostkeys import KnownHosts
 from harness.transport.pool import USER_KNOWN_HOSTS, connect
+from harness.transport.simulated import SimulatedHardwareTransport
 from harness.transport.ssh import SSHTransport
 
 
@@ -86,6 +87,7 @@ class HostStatus:
     sudo: str = "not checked"
     python: str | None = None
     rtt_ms: float | None = None
+    hardware: str = "real"  # or "simulated (PROFILE)": tools answer from captures
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -103,6 +105,9 @@ def _problem(exc: TransportError) -> str:
 def check_one(spec: HostSpec, transport: Transport, *, sudo_password: bool) -> HostStatus:
     """Probe one host through its Transport; every failure becomes a problem line."""
     status = HostStatus(spec.name, spec.address)
+    if isinstance(transport, SimulatedHardwareTransport):
+        status.hardware = f"simulated ({transport.profile.name})"
+        transport = transport.inner
     if isinstance(transport, SSHTransport):
         try:
             status.auth = transport.auth_method
@@ -189,7 +194,8 @@ def hosts_check(inventory: Inventory, known_hosts: Path, *, names: Sequence[str]
             return factory(spec)
         return connect(spec, known_hosts=known_hosts, sudo_password=sudo_password,
                        connect_timeout=connect_timeout, inventory_hosts=inventory.hosts,
-                       ssh_config=ssh_config, user_known_hosts=user_known_hosts)
+                       ssh_config=ssh_config, user_known_hosts=user_known_hosts,
+                       inventory_dir=inventory.path.parent)
 
     def one(spec: HostSpec) -> HostStatus:
         try:

@@ -112,6 +112,25 @@ def test_a_simulated_pass_does_not_open_a_real_campaign(gate_cli: GateRunner,
     assert refused.returncode == 4 and "G2 needs G1 passed first" in refused.stderr
 
 
+def test_simulated_hardware_flags_the_run_though_the_config_is_real(
+        gate_cli: GateRunner, site_dir: Path) -> None:
+    """Detected, not configured: a host answering from captures makes the run SIMULATED,
+    and such a PASS never opens the next gate of a real campaign."""
+    (site_dir / "hosts.ini").write_text(
+        "[gpu]\ngpu1 ansible_connection=local gate_sim_hardware=gpu-a100\n"
+        "gpu2 ansible_connection=local gate_sim_hardware=gpu-2xa5000\n")
+    out = gate_cli("run", "G1", "--suite", suite("simhw"))
+    assert out.returncode == 0, out.stderr
+    show = json.loads(gate_cli("runs", "show", "1", "--json").stdout)
+    assert show["simulated"] is True
+    measured = {c["host"]: c["measured"] for c in show["checks"]}
+    assert measured == {"gpu1": "nvidia-smi-q-x_telegraf_a100-sxm4-80gb-x4_drv535.xml",
+                        "gpu2": "nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"}
+    assert "SIMULATED" in gate_cli("status").stdout
+    refused = gate_cli("run", "G2", "--suite", suite("passing"))
+    assert refused.returncode == 4 and "G2 needs G1 passed first" in refused.stderr
+
+
 def test_order_is_enforced_and_force_is_recorded(gate_cli: GateRunner) -> None:
     assert gate_cli("run", "G2", "--suite", suite("passing")).returncode == 4
     forced = gate_cli("run", "G2", "--force", "--suite", suite("passing"))

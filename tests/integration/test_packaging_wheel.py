@@ -45,6 +45,10 @@ def test_wheel_ships_suites_playbooks_reports_and_migrations(installed: Path) ->
     assert (pkg / "gates" / "g3_main" / "test_g3.py").is_file()
     assert (pkg / "config" / "templates" / "gate.yaml").is_file()
     assert any((pkg / "store" / "migrations" / "versions").glob("0001_*.py"))
+    captures = pkg / "sim" / "hosts" / "captures"
+    shipped = {p.name for p in captures.iterdir()}
+    source = {p.name for p in (REPO / "harness" / "sim" / "hosts" / "captures").iterdir()}
+    assert shipped == source and {"profiles.yaml", "SOURCES.md"} <= shipped
 
 
 def test_installed_gate_runs_from_an_unrelated_directory(installed: Path,
@@ -58,3 +62,7 @@ def test_installed_gate_runs_from_an_unrelated_directory(installed: Path,
     assert status.returncode == 0, status.stderr
     assert '"campaign": "fx100-2026q4"' in status.stdout
     assert (tmp_path / "site" / "gate.db").is_file()
+    smi = run_installed(installed, tmp_path, "-c",
+                        "from harness.sim.hosts import load_catalog; print(load_catalog()"
+                        ".profiles['gpu-a100'].answer(['nvidia-smi', '-q', '-x'], 'h').rc)")
+    assert smi.stdout.strip() == "0", smi.stderr

@@ -1,0 +1,88 @@
+"""SimulatedHardwareTransport: a real host whose hardware is simulated.
+
+Why a wrapper and not a FakeTransport: a simulated-lab host is a real machine (or a
+network namespace behind a real sshd) that runs the engines, fio and the page-cache drop
+for real; only the tools that describe hardware it does not have (nvidia-smi, nvme,
+lspci, dcgmi ...) must answer from captured outputs. So hardware tools are answered from
+the host's profile (harness.sim.hosts) and everything else goes to the real Transport.
+
+Every simulated answer says so (CommandResult.simulated) and calls `on_simulated`, which
+a gate run uses to flag itself simulated: detected from what answered, not from config.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+
+from harness.sim.hosts import HardwareProfile
+from harness.transport import command
+from harness.transport.base import Transport
+from harness.transport.result import CommandResult
+
+
+class SimulatedHardwareTransport:
+    """Hardware tools answer from `profile`; every other command runs on `inner`."""
+
+    def __init__(self, inner: Transport, profile: HardwareProfile, tools: frozenset[str],
+                 on_simulated: Callable[[], None] | None = None) -> None:
+        self.inner = inner
+        self.host = inner.host
+        self.profile = profile
+        self.tools = tools
+        self._on_simulated = on_simulated
+        self._tool_words = re.compile(
+            r"(?<![\w./-])(?:\S*/)?(" + "|".join(re.escape(t) for t in sorted(tools))
+            + r")(?![\w.-])")
+
+    def __repr__(self) -> str:
+        return f"SimulatedHardwareTransport({self.inner!r}, {self.profile.name!r})"
+
+    def _simulated(self, argv: tuple[str, ...], rc: int, stdout: str, stderr: str,
+                   capture: str | None) -> CommandResult:
+        if self._on_simulated is not None:
+            self._on_simulated()
+        return CommandResult(self.host, argv, rc, stdout, stderr, time.time(), 0.0,
+                             simulated=True, capture=capture or "")
+
+    def run(self, argv: Sequence[str], *, timeout: float = 60, sudo: bool = False,
+            env: Mapping[str, str] | None = None,
+            stdin: str | bytes | None = None) -> CommandResult:
+        words = command.validate_argv(argv)
+        if PurePosixPath(words[0]).name not in self.tools:
+            return self.inner.run(words, timeout=timeout, sudo=sudo, env=env, stdin=stdin)
+        answer = self.profile.answer(words, self.host)
+        return self._simulated(words, answer.rc, answer.stdout, answer.stderr, answer.capture)
+
+    def run_shell(self, script: str, *, timeout: float = 60, sudo: bool = False) -> CommandResult:
+        """A script that calls a hardware tool cannot be answered piecewise: refused."""
+        found = self._tool_words.search(script)
+        if found is None:
+            return self.inner.run_shell(script, timeout=timeout, sudo=sudo)
+        return self._simulated(
+            ("sh", "-c", script), 127, "",
+            f"gate sim: {self.host} has simulated hardware ({self.profile.name}): a shell "
+            f"script calling {found.group(1)} cannot be simulated; run the tool with an "
+            f"argv (Transport.run) instead\n", None)
+
+    def put(self, local: Path, remote: str) -> None:
+        self.inner.put(local, remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        self.inner.get(remote, local)
+
+    def read_file(self, remote: str) -> bytes:
+        return self.inner.read_file(remote)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> SimulatedHardwareTransport:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
