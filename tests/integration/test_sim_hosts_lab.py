@@ -4,6 +4,7 @@ hardware tools answer from captures while everything else runs on the host itsel
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -80,3 +81,39 @@ def test_hosts_check_shows_simulated_hardware(ssh_lab: Lab, tmp_path: Path) -> N
     table = gate("-l", "h1", "-l", "jump")
     assert table.returncode == 0 and "hardware" in table.stdout
     assert "simulated (gpu-a100)" in table.stdout
+
+
+def test_facts_playbook_probes_simulated_hosts_through_the_shim(ssh_lab: Lab,
+                                                                 tmp_path: Path) -> None:
+    from harness.ansible import run_playbook
+
+    (tmp_path / "own-captures").symlink_to(TEST_CAPTURES)  # relative to the inventory
+    inventory = ssh_lab.write_inventory(tmp_path / "hosts.ini", extra={
+        "h1": {"gate_sim_hardware": "gpu-a100"},
+        "t1": {"gate_sim_hardware": "lab-gpu-h100", "gate_sim_captures": "own-captures"}})
+    # become: the shim needs a Python with the harness that the probing user can run (the
+    # lab user cannot reach this venv's interpreter under /root; root can).
+    result = run_playbook("facts.yml", inventory=inventory, known_hosts=ssh_lab.known_hosts,
+                          limit="h1,t1,jump", extravars={"facts_become": True},
+                          artifact_dir=tmp_path / "art", become_password=ssh_lab.password)
+
+    def sha(directory: Path, name: str) -> str:
+        return hashlib.sha256((directory / name).read_bytes()).hexdigest()
+
+    h1 = result.facts["h1"]["gate_probes"]
+    assert h1["nvidia-smi-q-x"]["sha256"] == sha(
+        PACKAGED, "nvidia-smi-q-x_telegraf_a100-sxm4-80gb-x4_drv535.xml")
+    assert h1["lspci-vvv"]["sha256"] == sha(
+        PACKAGED, "lspci-vvv_vc_azure-nda100v4_8xA100_cx6-ib-vf_nvme.txt")
+    # No capture: absent, like a tool that is not installed; and never the real lsblk.
+    assert not h1["lsblk"]["present"] and not h1["nvme-list"]["present"]
+    t1 = result.facts["t1"]["gate_probes"]
+    assert t1["ibstat"]["sha256"] == sha(
+        TEST_CAPTURES, "ibstat_mooncake-issue2039_cx7-ndr400-x8_cx6dx-x4.txt")
+    assert t1["gdscheck"]["sha256"] == sha(TEST_CAPTURES, "gdscheck-p_blog_8xH100_gds1.13.txt")
+    jump = result.facts["jump"]["gate_probes"]
+    assert jump["lsblk"]["present"] and not jump["nvidia-smi-q-x"]["present"]  # real host
+    manifests = {h: json.loads((tmp_path / "art" / "facts" / h / "manifest.json").read_text())
+                 for h in ("h1", "t1", "jump")}
+    assert {h: m["simulated_hardware"] for h, m in manifests.items()} == {
+        "h1": "gpu-a100", "t1": "lab-gpu-h100", "jump": None}
