@@ -3,9 +3,15 @@ actions, the tests' fixtures).
 
 One engine per state dir: `spec.json` (the arguments, reused by restart), `engine.pid`
 (pid and the process's start time, so a recycled pid is never signalled), `engine.url`
-(written by the engine once it listens) and `engine.log` (its stdout and stderr).
+(written by the engine once it listens), `engine.log` (its stdout and stderr) and
+`engine.spawner` (the spawner socket the last start was given, reused by restart).
+
+An engine is a new interpreter (`python -m harness.sim`, ~0.45 s of imports) or, with
+`--spawner PATH`, a fork of a pre-imported harness.sim.spawner; a spawner that does not
+answer falls back to a new interpreter and says so in the log.
 
     python -m harness.sim.control start --state-dir D [gate sim options] [--timeout S]
+                                        [--spawner PATH]
     python -m harness.sim.control stop|restart|status --state-dir D
 
 Exit codes: 0 done / running, 1 not running (status), 3 the engine failed, 4 usage.
@@ -13,10 +19,8 @@ Exit codes: 0 done / running, 1 not running (status), 3 the engine failed, 4 usa
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,9 +33,12 @@ import click
 
 from harness.errors import InfrastructureError, UsageError
 from harness.sim.options import engine_options, spec_from_context
+from harness.sim.procs import alive, log_tail, start_ticks, terminate
+from harness.sim.spawn_client import SpawnerError, exit_code, spawn
 from harness.sim.spec import EngineSpec
 
 SPEC, PID, URL, LOG = "spec.json", "engine.pid", "engine.url", "engine.log"
+SPAWNER = "engine.spawner"
 
 
 class EngineProcessError(InfrastructureError):
@@ -46,41 +53,43 @@ class EngineStatus:
     spec: EngineSpec | None
 
 
-def start_engine(spec: EngineSpec, state_dir: Path, timeout: float = 30.0) -> int:
-    """Spawn a detached `gate sim` and wait until /health answers 200; returns its pid."""
+def start_engine(spec: EngineSpec, state_dir: Path, timeout: float = 30.0,
+                 spawner: Path | None = None) -> int:
+    """Start a detached `gate sim` and wait until /health answers 200; returns its pid.
+
+    With `spawner` (a harness.sim.spawner socket) the engine is forked from it when it
+    answers, else a new interpreter is started; restart reuses the choice."""
     spec.check()
     state_dir.mkdir(parents=True, exist_ok=True)
     current = _read_pid(state_dir)
-    if current is not None and _alive(*current):
+    if current is not None and alive(*current):
         raise UsageError(f"an engine is already running here (pid {current[0]})",
                          file=str(state_dir), hint="stop it first")
     (state_dir / SPEC).write_text(spec.dumps() + "\n")
+    _remember_spawner(state_dir, spawner)
     url_file = state_dir / URL
     url_file.unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "harness.sim", *spec.to_argv(), "--url-file", str(url_file)]
-    with open(state_dir / LOG, "ab") as log:
-        log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} start: {' '.join(argv)}\n"
-                  .encode())
-        log.flush()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, close_fds=True)
-    (state_dir / PID).write_text(f"{proc.pid} {_start_ticks(proc.pid)}\n")
+    engine_argv = [*spec.to_argv(), "--url-file", str(url_file)]
+    command = " ".join([sys.executable, "-m", "harness.sim", *engine_argv])
+    log = state_dir / LOG
+    _log_line(log, f"start{f' (spawner {spawner})' if spawner else ''}: {command}")
+    launched = _launch(engine_argv, log, spawner)
+    pid, ticks = launched.pid, start_ticks(launched.pid)
+    (state_dir / PID).write_text(f"{pid} {ticks}\n")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        code = proc.poll()
-        if code is not None:
+        ended = launched.ended(ticks)
+        if ended is not None:
             (state_dir / PID).unlink(missing_ok=True)
-            raise EngineProcessError(f"the engine exited with code {code} during start: "
-                                     f"{_tail(state_dir / LOG)}", stage="sim start",
-                                     command=" ".join(argv))
+            raise EngineProcessError(f"the engine {ended} during start: {log_tail(log)}",
+                                     stage="sim start", command=command)
         if url_file.exists() and _healthy(url_file.read_text().strip()):
-            return proc.pid
+            return pid
         time.sleep(0.02)
-    _terminate(proc.pid, _start_ticks(proc.pid), grace=2.0)
+    _terminate(pid, ticks, grace=2.0)
     (state_dir / PID).unlink(missing_ok=True)
     raise EngineProcessError(f"the engine was not healthy within {timeout:g} s: "
-                             f"{_tail(state_dir / LOG)}", stage="sim start",
-                             command=" ".join(argv))
+                             f"{log_tail(log)}", stage="sim start", command=command)
 
 
 def stop_engine(state_dir: Path, grace: float = 10.0) -> bool:
@@ -90,7 +99,7 @@ def stop_engine(state_dir: Path, grace: float = 10.0) -> bool:
     if current is None:
         return False
     pid, ticks = current
-    was_alive = _alive(pid, ticks)
+    was_alive = alive(pid, ticks)
     if was_alive:
         _terminate(pid, ticks, grace)
     (state_dir / PID).unlink(missing_ok=True)
@@ -101,7 +110,7 @@ def restart_engine(state_dir: Path, timeout: float = 30.0, grace: float = 10.0) 
     """Cold restart: a new process (empty GPU cache) with the same spec; the tier is kept."""
     spec = read_spec(state_dir)
     stop_engine(state_dir, grace)
-    return start_engine(spec.for_restart(), state_dir, timeout)
+    return start_engine(spec.for_restart(), state_dir, timeout, _remembered_spawner(state_dir))
 
 
 def read_spec(state_dir: Path) -> EngineSpec:
@@ -117,7 +126,7 @@ def read_spec(state_dir: Path) -> EngineSpec:
 def engine_status(state_dir: Path) -> EngineStatus:
     current = _read_pid(state_dir)
     spec = read_spec(state_dir) if (state_dir / SPEC).exists() else None
-    running = current is not None and _alive(*current)
+    running = current is not None and alive(*current)
     url_file = state_dir / URL
     url = url_file.read_text().strip() if running and url_file.exists() else None
     return EngineStatus(running, current[0] if current and running else None, url, spec)
@@ -131,6 +140,60 @@ def engine_url(state_dir: Path) -> str:
 
 
 # -- processes -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Launched:
+    pid: int
+    proc: subprocess.Popen[bytes] | None  # None: forked by the spawner, not our child
+    spawner: Path | None
+
+    def ended(self, ticks: int) -> str | None:
+        """None while it runs, else how it ended (for the start error)."""
+        if self.proc is not None:
+            code = self.proc.poll()
+            return None if code is None else f"exited with code {code}"
+        if alive(self.pid, ticks):
+            return None
+        code = exit_code(self.spawner, self.pid) if self.spawner is not None else None
+        if code is None:
+            return "exited (exit code unknown: forked by the spawner, which did not say)"
+        return f"exited with code {code}"
+
+
+def _launch(argv: list[str], log: Path, spawner: Path | None) -> _Launched:
+    if spawner is not None:
+        try:
+            return _Launched(spawn(spawner, argv, log), None, spawner)
+        except SpawnerError as exc:
+            _log_line(log, f"spawner {spawner} did not serve ({exc.message}): "
+                           "starting a new interpreter instead")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.sim", *argv],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True, close_fds=True)
+    return _Launched(proc.pid, proc, None)
+
+
+def _log_line(log: Path, text: str) -> None:
+    with open(log, "ab") as out:
+        out.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n".encode())
+
+
+def _remember_spawner(state_dir: Path, spawner: Path | None) -> None:
+    path = state_dir / SPAWNER
+    if spawner is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(os.path.abspath(spawner) + "\n")
+
+
+def _remembered_spawner(state_dir: Path) -> Path | None:
+    try:
+        text = (state_dir / SPAWNER).read_text().strip()
+    except FileNotFoundError:
+        return None
+    return Path(text) if text else None
+
+
 def _read_pid(state_dir: Path) -> tuple[int, int] | None:
     try:
         pid, ticks = (state_dir / PID).read_text().split()
@@ -139,39 +202,9 @@ def _read_pid(state_dir: Path) -> tuple[int, int] | None:
         return None
 
 
-def _start_ticks(pid: int) -> int:
-    """Field 22 of /proc/PID/stat: the process's start time (guards against pid reuse)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def _alive(pid: int, ticks: int) -> bool:
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, now reaped
-            return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()
-    return state[0] != "Z" and (ticks == 0 or int(state[19]) == ticks)
-
-
 def _terminate(pid: int, ticks: int, grace: float) -> None:
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid, ticks):
-                return
-            time.sleep(0.01)
-    raise EngineProcessError(f"pid {pid} survived SIGKILL", stage="sim stop")
+    if not terminate(pid, ticks, grace):
+        raise EngineProcessError(f"pid {pid} survived SIGKILL", stage="sim stop")
 
 
 def _healthy(url: str) -> bool:
@@ -182,19 +215,14 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _tail(log: Path, lines: int = 3) -> str:
-    try:
-        text = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) + f" (log: {log})"
-
-
 # -- command line ----------------------------------------------------------------------
 _state = click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
                       required=True, help="The engine's state dir (pid, spec, url, log).")
 _timeout = click.option("--timeout", type=float, default=30.0, show_default=True,
                         help="Seconds to wait for /health 200.")
+_spawner = click.option("--spawner", type=click.Path(dir_okay=False, path_type=Path),
+                        default=None, help="Fork the engine from this harness.sim.spawner "
+                        "socket (a new interpreter when it does not answer); kept for restart.")
 _grace = click.option("--grace", type=float, default=10.0, show_default=True,
                       help="Seconds between SIGTERM and SIGKILL.")
 
@@ -207,11 +235,12 @@ def cli() -> None:
 @cli.command()
 @_state
 @_timeout
+@_spawner
 @engine_options
 @click.pass_context
-def start(ctx: click.Context, state_dir: Path, timeout: float) -> None:
+def start(ctx: click.Context, state_dir: Path, timeout: float, spawner: Path | None) -> None:
     """Start an engine (the `gate sim` options) and wait until it is healthy."""
-    pid = start_engine(spec_from_context(ctx), state_dir, timeout)
+    pid = start_engine(spec_from_context(ctx), state_dir, timeout, spawner)
     click.echo(f"started pid {pid} at {engine_url(state_dir)}")
 
 
