@@ -13,8 +13,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
+SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
 DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
 
 
@@ -58,8 +60,11 @@ def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
                   "--stream-interval", "8"]
         if tier_on:
             common += ["--tier-dir", str(tier)]
+        # Engines fork from the demo's pre-imported spawner (restart reuses it); once the
+        # demo is over and the spawner gone, these commands start new interpreters instead.
+        start = [*common, "--spawner", str(root / SPAWNER_SOCKET)]
         return (f"  {name}:\n"
-                f"    start: {{command: {_engine_cmd('start', state, common)}}}\n"
+                f"    start: {{command: {_engine_cmd('start', state, start)}}}\n"
                 f"    stop: {{command: {_engine_cmd('stop', state, [])}}}\n"
                 f"    restart: {{command: {_engine_cmd('restart', state, [])}}}\n"
                 f"    health_timeout: 60\n")
@@ -139,6 +144,21 @@ def _stop_leftovers(root: Path) -> None:
             continue
 
 
+def _start_spawner(root: Path, err: Any) -> Path | None:
+    """The engines' spawner (harness.sim.spawner): ~150 engine starts and cold restarts
+    cost a fork each instead of a new interpreter. Without it the demo still runs, slower."""
+    from harness.errors import GateError
+    from harness.sim.spawn_client import start_spawner
+
+    sock = root / SPAWNER_SOCKET
+    try:
+        start_spawner(sock, root / "spawner.log", idle_exit=900)
+    except GateError as exc:  # e.g. an --out path too long for a unix socket
+        err.print(f"spawner not started ({exc.one_line()}): engines start without it")
+        return None
+    return sock
+
+
 def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -157,6 +177,7 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int
     store = Store(site.db_url)
     results: dict[str, tuple[str, str, int | None]] = {}
     code = 3
+    spawner = _start_spawner(site.root, err)
     try:
         forced = False
         for gate in GATES:
@@ -178,6 +199,10 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int
                 break
     finally:
         _stop_leftovers(site.root)
+        if spawner is not None:
+            from harness.sim.spawn_client import stop_spawner
+
+            stop_spawner(spawner)
     reports: list[Path] = []
     try:
         from harness.report import render_campaign_report
