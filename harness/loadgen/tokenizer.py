@@ -4,15 +4,19 @@ vLLM:              POST /tokenize          {"model", "prompt"}  -> {"count", "to
 llama.cpp server:  POST /tokenize          {"content"}          -> {"tokens"}
 llama-cpp-python:  POST /extras/tokenize   {"model", "input"}   -> {"tokens"}
 
-The first route that answers is remembered for the rest of the workload. Sync (urllib):
-it runs before the phase, never during it.
+The first route that answers is remembered for the rest of the workload. Sync (http.client):
+it runs before the phase, never during it. Each thread keeps one keep-alive connection, so
+a calibration of many documents does not open a TCP (or TLS) connection per count.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
 import urllib.error
-import urllib.request
+import urllib.parse
+from types import TracebackType
 from typing import Any
 
 from harness.errors import EndpointError
@@ -23,6 +27,7 @@ _ROUTES: tuple[tuple[str, str], ...] = (
     ("/tokenize", "llamacpp"),
     ("/extras/tokenize", "llama-cpp-python"),
 )
+_HEADERS = {"Content-Type": "application/json"}
 
 
 class NoTokenizer(Exception):
@@ -30,7 +35,8 @@ class NoTokenizer(Exception):
 
 
 class ServerTokenizer:
-    """Token counts from the server; `flavor` says which route answered."""
+    """Token counts from the server; `flavor` says which route answered. Safe to share
+    between threads (one connection per thread); close() or `with` closes them all."""
 
     def __init__(self, url: str, model: str | None, timeout: float = 60.0) -> None:
         self.base = base_url(url)
@@ -38,6 +44,24 @@ class ServerTokenizer:
         self.timeout = timeout
         self.flavor: str | None = None
         self.calls = 0
+        self.connections = 0  # TCP connections opened
+        parts = urllib.parse.urlsplit(self.base)
+        self._scheme, self._netloc, self._path = parts.scheme, parts.netloc, parts.path
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._conns: list[http.client.HTTPConnection] = []
+
+    def __enter__(self) -> ServerTokenizer:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
 
     def _body(self, flavor: str, text: str) -> dict[str, Any]:
         if flavor == "vllm":
@@ -50,16 +74,64 @@ class ServerTokenizer:
             body["model"] = self.model
         return body
 
-    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
-        req = urllib.request.Request(self.base + route, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        self.calls += 1
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._scheme not in ("http", "https"):  # what urllib said about it
+                raise urllib.error.URLError(f"unknown url type: {self._scheme}")
+            cls = (http.client.HTTPSConnection if self._scheme == "https"
+                   else http.client.HTTPConnection)
+            conn = cls(self._netloc, timeout=self.timeout)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def _roundtrip(self, conn: http.client.HTTPConnection, path: str,
+                   payload: bytes) -> tuple[int, bytes]:
+        """One POST. Connect and send errors come as URLError, answer errors as they
+        are: the messages urllib gave before."""
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                data = json.loads(r.read())
-        except urllib.error.HTTPError:
-            return None
-        except (urllib.error.URLError, OSError) as exc:
+            if conn.sock is None:
+                conn.connect()
+                with self._lock:
+                    self.connections += 1
+            conn.request("POST", path, body=payload, headers=_HEADERS)
+        except OSError as exc:
+            raise urllib.error.URLError(exc) from None
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+
+    def _exchange(self, path: str, payload: bytes) -> tuple[int, bytes]:
+        """(status, body) on this thread's connection. A kept-alive connection the server
+        has dropped since (idle timeout, restart) fails on first use: reopened once, as
+        counting is idempotent."""
+        conn = self._connection()
+        while True:
+            reused = conn.sock is not None
+            try:
+                return self._roundtrip(conn, path, payload)
+            except OSError as exc:
+                conn.close()
+                cause = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+                if not (reused and isinstance(cause, ConnectionError)):
+                    raise
+            except BaseException:
+                conn.close()  # half-read answer: the connection is unusable
+                raise
+
+    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        if not self._scheme:  # as urllib.request.Request raised it
+            raise ValueError(f"unknown url type: {self.base + route!r}")
+        payload = json.dumps(body).encode()
+        with self._lock:
+            self.calls += 1
+        try:
+            status, raw = self._exchange(self._path + route, payload)
+            if not 200 <= status < 300:
+                return None  # no such route here (urllib's HTTPError): try the next one
+            data = json.loads(raw)
+        except OSError as exc:
             raise EndpointError(f"tokenize failed: {exc}", host=self.base,
                                 command=f"POST {route}", stage="calibrate") from None
         except ValueError:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.loadgen.calibration import Document, Fit, fit_all
 from harness.loadgen.records import RequestSpec
-from harness.loadgen.tokenizer import NoTokenizer, ServerTokenizer
+from harness.loadgen.tokenizer import ServerTokenizer
 
 # Short common words: one token each in BPE vocabularies with a leading space, so the
 # uncalibrated estimate is close (one token per word, one per full stop).
@@ -49,127 +50,88 @@ class Workload:
     notes: list[str] = field(default_factory=list)
 
 
+_SPACED = tuple(" " + w for w in _WORDS)
+_CAPITAL = tuple(" " + w.capitalize() for w in _WORDS)
+_WORD_BITS = len(_WORDS).bit_length()
+
+
 def _sentences(rng: random.Random, n_words: int) -> list[str]:
-    """Pieces that concatenate into sentences: ' word' ... '.' (each ~1 token)."""
+    """Pieces that concatenate into sentences: ' word' ... '.' (each ~1 token).
+
+    Per word it draws exactly what rng.choice(_WORDS) and then rng.randint(8, 16) draw
+    (Random._randbelow: the top bits of one getrandbits call, drawn again while out of
+    range), inlined: a 32k-token document draws 64k words, and the method calls took
+    about as long as all of its /tokenize calls."""
+    bits = rng.getrandbits
+    n = len(_WORDS)
     pieces: list[str] = []
+    add = pieces.append
     in_sentence = 0
     for _ in range(n_words):
-        w = rng.choice(_WORDS)
-        pieces.append(" " + (w.capitalize() if in_sentence == 0 else w))
+        w = bits(_WORD_BITS)
+        while w >= n:
+            w = bits(_WORD_BITS)
+        add(_SPACED[w] if in_sentence else _CAPITAL[w])
         in_sentence += 1
-        if in_sentence >= rng.randint(8, 16):
-            pieces.append(".")
+        r = bits(4)  # randint(8, 16): 9 values
+        while r >= 9:
+            r = bits(4)
+        if in_sentence >= 8 + r:
+            add(".")
             in_sentence = 0
     return pieces
-
-
-def _calibrate(count: Any, build: Any, target: int, k0: int, k_max: int) -> tuple[int, int]:
-    """Largest piece count k with count(build(k)) <= target, secant steps then +-1.
-    Returns (k, tokens)."""
-    lo: tuple[int, int] | None = None  # (k, tokens) with tokens <= target
-    hi: tuple[int, int] | None = None  # (k, tokens) with tokens > target
-    k = max(1, min(k0, k_max))
-    for _ in range(24):
-        c = count(build(k))
-        if c == target:
-            return k, c
-        if c < target:
-            lo = (k, c) if lo is None or k > lo[0] else lo
-        else:
-            hi = (k, c) if hi is None or k < hi[0] else hi
-        if lo is not None and hi is not None and hi[0] - lo[0] <= 1:
-            break
-        if lo is not None and lo[0] >= k_max:
-            break
-        per = max(c / k, 0.25)
-        step = round((target - c) / per) or (1 if c < target else -1)
-        nxt = k + step
-        low_k = lo[0] + 1 if lo else 1
-        high_k = hi[0] - 1 if hi else k_max
-        k = max(low_k, min(nxt, high_k))
-    if lo is None:
-        return 1, count(build(1))
-    return lo
-
-
-_FILLERS = (".", " the", " a", ",", " and", " of")
-
-
-def _pad(count: Any, build: Any, have: int, target: int) -> tuple[str, int]:
-    """Close the last gap (one more word can cost two tokens) with short fillers that
-    each add one token; keeps the best padding that stays <= target."""
-    pad = ""
-    for _ in range(2 * (target - have) + 2):
-        for filler in _FILLERS:
-            c = count(build(pad + filler))
-            if have < c <= target:
-                pad, have = pad + filler, c
-                break
-        else:
-            break
-        if have == target:
-            break
-    return pad, have
 
 
 def doc_qa(n_docs: int, doc_tokens: int, question_tokens: int, seed: int, *,
            tokenize_url: str | None = None, prefix_share: float = 0.0,
            max_tokens: int = 128, model: str | None = None,
-           first_doc: int = 0) -> Workload:
+           first_doc: int = 0, workers: int = 8) -> Workload:
     """D seeded documents (ids first_doc..first_doc+D-1), one request each, prompt =
-    document + question, calibrated to doc_tokens + question_tokens when possible."""
+    document + question, calibrated to doc_tokens + question_tokens when possible.
+    `workers` documents are calibrated at a time; the prompts do not depend on it."""
     if n_docs < 1 or doc_tokens < 1 or question_tokens < 0:
         raise UsageError("doc-qa needs --docs >= 1, --doc-tokens >= 1, question tokens >= 0")
     if not 0.0 <= prefix_share < 1.0:
         raise UsageError(f"prefix share must be in [0, 1), got {prefix_share}")
+    if workers < 1:
+        raise UsageError(f"doc-qa needs workers >= 1, got {workers}")
     target = doc_tokens + question_tokens
     shared_words = int(doc_tokens * prefix_share)
     shared = "".join(_sentences(random.Random(f"{seed}:prefix"), shared_words))
-    tok = ServerTokenizer(tokenize_url, model) if tokenize_url else None
-    notes: list[str] = []
-    calibrated = tok is not None
-    exact = calibrated
-    specs: list[RequestSpec] = []
-    for d in range(first_doc, first_doc + n_docs):
+    n_unique = max(doc_tokens - shared_words, 1) * 2 + 64
+    est_k = max(doc_tokens - shared_words - 8, 1)
+
+    def document(d: int) -> Document:
         rng = random.Random(f"{seed}:doc:{d}")
-        header = f"Document {d} (set {seed}).\n"
-        unique = _sentences(rng, max(doc_tokens - shared_words, 1) * 2 + 64)
+        head = shared + ("\n" if shared else "") + f"Document {d} (set {seed}).\n"
+        unique = _sentences(rng, n_unique)
         question = "\n\nQuestion:" + "".join(_sentences(rng, max(question_tokens - 3, 0)))
-        question += "?\nAnswer:"
+        return Document(head, unique, question + "?\nAnswer:")
 
-        def build(k: int, unique: list[str] = unique, header: str = header,
-                  question: str = question, pad: str = "") -> str:
-            return (shared + ("\n" if shared else "") + header + "".join(unique[:k]) + pad
-                    + question)
-
-        est_k = max(doc_tokens - shared_words - 8, 1)
-        n_tokens: int | None = None
-        pad = ""
-        if tok is not None:
-            try:
-                k, n_tokens = _calibrate(tok.count, build, target, est_k, len(unique))
-                if n_tokens < target:
-                    pad, n_tokens = _pad(tok.count, lambda p, k=k, b=build: b(k, pad=p),
-                                         n_tokens, target)
-            except NoTokenizer:
-                tok = None
-                calibrated = exact = False
-                notes.append("server has no tokenize route: token counts are estimates")
-                k = est_k
-        else:
-            k = est_k
-        if n_tokens is not None and n_tokens != target:
-            exact = False
-        specs.append(RequestSpec(prompt=build(k, pad=pad), max_tokens=max_tokens, doc_id=d,
-                                 prompt_tokens=n_tokens))
-    if not calibrated and not notes:
+    ids = range(first_doc, first_doc + n_docs)
+    fits: list[Fit | None] = [None] * n_docs
+    notes: list[str] = []
+    flavor: str | None = None
+    if tokenize_url:
+        with ServerTokenizer(tokenize_url, model) as tok:
+            fits = fit_all(tok, document, ids, target, est_k, workers)
+        flavor = tok.flavor
+        if fits[-1] is None:
+            flavor = None
+            notes.append("server has no tokenize route: token counts are estimates")
+    else:
         notes.append("no tokenize URL given: token counts are estimates")
+    calibrated = fits[-1] is not None
+    exact = calibrated and all(f is not None and f.tokens == target for f in fits)
+    specs = [RequestSpec(prompt=f.prompt if f else document(d).prompt(est_k),
+                         max_tokens=max_tokens, doc_id=d,
+                         prompt_tokens=f.tokens if f else None)
+             for d, f in zip(ids, fits, strict=True)]
     return Workload(specs=specs, calibrated=calibrated, exact=exact, kind="doc-qa",
                     params={"docs": n_docs, "doc_tokens": doc_tokens,
                             "question_tokens": question_tokens, "seed": seed,
                             "prefix_share": prefix_share, "max_tokens": max_tokens,
-                            "first_doc": first_doc,
-                            "tokenizer": tok.flavor if tok is not None else None},
+                            "first_doc": first_doc, "tokenizer": flavor},
                     notes=notes)
 
 

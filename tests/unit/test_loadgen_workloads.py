@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness.errors import UsageError
+from harness.loadgen.calibration import calibrate
 from harness.loadgen.engine import arrival_offsets
-from harness.loadgen.workloads import doc_qa, repeat, sharegpt, trace_replay
+from harness.loadgen.workloads import (
+    _WORDS,
+    _sentences,
+    doc_qa,
+    repeat,
+    sharegpt,
+    trace_replay,
+)
+from harness.sim.tokenizer import encode
 
 
 def test_doc_qa_is_seeded_distinct_and_flagged_as_estimate() -> None:
@@ -42,6 +52,56 @@ def test_doc_qa_rejects_bad_sizes() -> None:
         doc_qa(0, 100, 10, seed=1)
     with pytest.raises(UsageError):
         doc_qa(1, 100, 10, seed=1, prefix_share=1.0)
+
+
+def test_doc_qa_needs_a_worker() -> None:
+    with pytest.raises(UsageError, match="workers"):
+        doc_qa(2, 100, 10, seed=1, workers=0)
+    assert doc_qa(3, 100, 5, seed=2, workers=1).specs == doc_qa(3, 100, 5, seed=2).specs
+
+
+def _sentences_by_the_book(rng: random.Random, n_words: int) -> list[str]:
+    pieces: list[str] = []
+    in_sentence = 0
+    for _ in range(n_words):
+        w = rng.choice(_WORDS)
+        pieces.append(" " + (w.capitalize() if in_sentence == 0 else w))
+        in_sentence += 1
+        if in_sentence >= rng.randint(8, 16):
+            pieces.append(".")
+            in_sentence = 0
+    return pieces
+
+
+def test_sentences_draw_what_choice_and_randint_draw() -> None:
+    """The inlined draws give the same text and leave the generator in the same state,
+    so stored seeds keep their documents and questions."""
+    for seed, n in [(0, 0), (1, 1), (2, 17), (3, 1000), (7, 64064)]:
+        a, b = random.Random(f"{seed}:doc:3"), random.Random(f"{seed}:doc:3")
+        assert _sentences(a, n) == _sentences_by_the_book(b, n)
+        assert a.getstate() == b.getstate()
+
+
+def test_calibration_settles_on_the_same_k_from_any_start() -> None:
+    """With a tokenizer where every piece costs a token (the simulator's), the search
+    finds the largest k that fits wherever it starts: a better first guess is free."""
+    pieces = _sentences(random.Random("calib"), 3000)
+    head, tail = "Document 0 (set 1).\n", "\n\nQuestion: why?\nAnswer:"
+
+    def build(k: int) -> str:
+        return head + "".join(pieces[:k]) + tail
+
+    def count(text: str) -> int:
+        return len(encode(text))
+
+    for target in (500, 1001, 2400):
+        searches = [calibrate(count, build, target, k0, len(pieces))
+                    for k0 in (1, 100, 280, 900, target - 8, 2999)]
+        assert all(s.settled for s in searches)
+        found = {s.k for s in searches}
+        assert len(found) == 1
+        k = found.pop()
+        assert count(build(k)) <= target < count(build(k + 1))
 
 
 def test_first_doc_offsets_ids_and_text() -> None:
