@@ -30,6 +30,7 @@ PROMPT_TOKENS = ("vllm:prompt_tokens",)
 BY_SOURCE = "vllm:prompt_tokens_by_source"
 LMCACHE_REQUESTED = ("lmcache:num_requested_tokens",)
 LMCACHE_HIT = ("lmcache:num_hit_tokens",)
+LMCACHE_COPIES = "worker_id"  # LMCache under TP: the same totals once per worker
 # Families worth keeping as time series during a phase.
 SERIES_FAMILIES = (
     "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
@@ -79,11 +80,24 @@ class MetricsSnapshot:
     def has(self, name: str) -> bool:
         return bool(self._find(name, {}))
 
-    def value(self, name: str, **labels: str) -> float | None:
+    def value(self, name: str, copies: str | None = None, **labels: str) -> float | None:
         """The sum of the samples named `name` (or `name_total`) whose labels include
-        `labels`; None when the server exposes no such sample."""
+        `labels`; None when the server exposes no such sample.
+
+        copies: a label whose series are copies of one count, counted once (the largest):
+        LMCache under TP exports the same totals once per `worker_id`, so summing them
+        would multiply its hit tokens by the TP size.
+        """
         hits = self._find(name, labels)
-        return sum(s.value for s in hits) if hits else None
+        if not hits:
+            return None
+        if copies is None:
+            return sum(s.value for s in hits)
+        once: dict[tuple[tuple[str, str], ...], float] = {}
+        for s in hits:
+            key = tuple(sorted((k, v) for k, v in s.labels if k != copies))
+            once[key] = max(once.get(key, s.value), s.value)
+        return sum(once.values())
 
     def sum(self, name: str) -> float:
         """Sum over every label set (0.0 when absent)."""
@@ -219,16 +233,16 @@ def scrape(url: str, timeout: float = 10) -> MetricsSnapshot:
     return parse_metrics(text, source=url, at=at)
 
 
-def _delta(before: MetricsSnapshot, after: MetricsSnapshot, names: Iterable[str]
-           ) -> tuple[float | None, bool]:
+def _delta(before: MetricsSnapshot, after: MetricsSnapshot, names: Iterable[str],
+           copies: str | None = None) -> tuple[float | None, bool]:
     """(after - before) of the first family present; a counter that went down was reset
-    (engine restart) and counts from zero."""
+    (engine restart) and counts from zero. `copies` as in MetricsSnapshot.value."""
     names = list(names)
     name = after.first(names) or before.first(names)
     if name is None:
         return None, False
-    a = after.value(name)
-    b = before.value(name) or 0.0
+    a = after.value(name, copies)
+    b = before.value(name, copies) or 0.0
     if a is None:
         return None, False
     return (a - b, False) if a >= b else (a, True)
@@ -306,9 +320,9 @@ def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvid
     """Counter deltas between two scrapes of one engine."""
     reset = False
 
-    def d(names: Iterable[str]) -> float | None:
+    def d(names: Iterable[str], copies: str | None = None) -> float | None:
         nonlocal reset
-        v, r = _delta(before, after, names)
+        v, r = _delta(before, after, names, copies)
         reset = reset or r
         return v
 
@@ -322,7 +336,8 @@ def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvid
         prompt_tokens=d(PROMPT_TOKENS), prefix_queries=d(PREFIX_QUERIES),
         prefix_hits=d(PREFIX_HITS), external_queries=d(EXTERNAL_QUERIES),
         external_hits=d(EXTERNAL_HITS), by_source=by_source,
-        lmcache_requested_tokens=d(LMCACHE_REQUESTED), lmcache_hit_tokens=d(LMCACHE_HIT),
+        lmcache_requested_tokens=d(LMCACHE_REQUESTED, LMCACHE_COPIES),
+        lmcache_hit_tokens=d(LMCACHE_HIT, LMCACHE_COPIES),
         exposes_external=_exposes_external(after) or _exposes_external(before),
         counter_reset=reset, source=after.source or before.source,
     )

@@ -134,3 +134,29 @@ def test_half_the_bandwidth_lengthens_ttft(tmp_path: Path) -> None:
         finally:
             stop_engine(state)
     assert ttft[3.45] > ttft[6.9] * 1.4
+
+
+def test_tp_workers_copies_are_counted_once_as_evidence(tmp_path: Path) -> None:
+    """The engine exports LMCache's totals once per TP worker, as LMCache does; the G3
+    evidence must count the tier's hit tokens once, not TP times."""
+    from harness.probes.prometheus import cache_evidence, scrape
+
+    doc = document(3000, 3)
+    state = tmp_path / "acc"
+    spec = EngineSpec(port=0, speed=200.0, tp=4, external_tier=True, tier_dir=tmp_path / "tier")
+    start_engine(spec, state)
+    try:
+        _ask(engine_url(state), doc)  # warm: stored behind
+        restart_engine(state)
+        url = engine_url(state)
+        before = scrape(url + "/metrics")
+        _ask(url, doc)
+        after = scrape(url + "/metrics")
+    finally:
+        stop_engine(state)
+    workers = {dict(s.labels).get("worker_id") for s in after.samples
+               if s.name == "lmcache:num_hit_tokens_total"}
+    assert workers == {"0", "1", "2", "3"}
+    ev = cache_evidence(before, after)
+    assert ev.external_hits and ev.lmcache_hit_tokens == ev.external_hits
+    assert ev.external_hit_share is not None and ev.external_hit_share <= 1.0

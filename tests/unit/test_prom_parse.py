@@ -142,6 +142,25 @@ def test_lmcache_families_in_vllm_metrics() -> None:
     assert cache_evidence(no_external, no_external).exposes_external
 
 
+def test_lmcache_worker_copies_count_once() -> None:
+    """LMCache under TP4 exports the same totals on each worker (the real capture: 2.0 on
+    workers 0-3); summed, hit tokens would be four times the tokens the tier served."""
+    four = parse_metrics(text("lmcache-metrics_pr1300_lookup-4workers_PARTIAL.prom"))
+    assert four.value("lmcache:num_lookup_requests") == 8.0
+    assert four.value("lmcache:num_lookup_requests", copies="worker_id") == 2.0
+
+    def tp4(hit: float, model: str = "m") -> str:
+        return "".join(f'lmcache:num_hit_tokens_total{{model_name="{model}",worker_id="{w}"}} '
+                       f"{hit}\n" for w in range(4))
+
+    before = parse_metrics(tp4(1024.0))
+    after = parse_metrics(tp4(5120.0))
+    assert cache_evidence(before, after).lmcache_hit_tokens == 4096.0
+    # Copies collapse per model: two models' counts still add up.
+    both = parse_metrics(tp4(5120.0) + tp4(1000.0, model="other"))
+    assert both.value("lmcache:num_hit_tokens", copies="worker_id") == 6120.0
+
+
 def test_delta_buckets_and_series_rows() -> None:
     before = parse_metrics(IDLE.read_text("utf-8"))
     d = delta_buckets(before, before, "http_request_duration_highr_seconds")
