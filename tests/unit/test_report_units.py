@@ -150,3 +150,25 @@ def test_chinese_without_a_cjk_font_names_the_package() -> None:
     with mock.patch("harness.report.fonts.find_cjk_font", return_value=None):
         assert choose_fonts("en").cjk is None
     assert Fonts(cjk=FontChoice("X", "/x.ttf")).families() == ["DejaVu Sans", "X"]
+
+
+def test_column_widths_follow_content_like_automatic_layout() -> None:
+    """Fixed table layout with computed widths (automatic layout cost WeasyPrint ~2/3 of
+    a report): a column gets at least its longest word, the rest goes to the long ones."""
+    from harness.report.render import column_widths
+
+    facts = column_widths(["Host", "Key", "Value"],
+                          [["gpu1", "engine accelerated TP8#0", '{"card": ' + "x" * 400 + "}"]])
+    assert facts[2] > 50 and facts[0] < 15 and round(sum(facts)) == 100
+    narrow = column_widths(["Layout", "Concurrency", "Arm", "prompt tokens", "external hit",
+                            "external hits", "lmcache hit", "prefix hits", "External share"],
+                           [["TP4x2", "4", "accelerated", "2,052,096", "8,192,000",
+                             "2,048,000", "8,192,000", "0", "99.8 %"]])
+    budget = 118.0
+    chars = [w * budget / 100 for w in narrow]
+    assert chars[1] >= 1.1 * len("Concurrency") + 2 - 0.01  # the longest word fits whole
+    assert chars[2] >= len("accelerated") + 2 - 0.01
+    zh = column_widths(["并发数", "原因"], [["4", "both clear: drop 0.715 " * 8]])
+    assert zh[0] * budget / 100 >= 1.1 * 6 + 2 - 0.01  # a short CJK header stays whole
+    long_zh = column_widths(["术语", "中文"], [["TTFT", "从发送请求到收到第一个数据块的时间" * 4]])
+    assert long_zh[1] > 60  # CJK text wraps anywhere but still wants the room

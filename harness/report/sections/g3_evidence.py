@@ -118,7 +118,8 @@ def evidence_table(frames: RunFrames, ctx: Context) -> Table | None:
     fields = [f for f in PREFERRED if f in present] or present[:MAX_WIDE_FIELDS]
     hits = next((f for f in ("external_hit_tokens", "external_hits", "lmcache_hit_tokens")
                  if f in present), None)
-    cols = [t("col.layout"), t("col.tier"), t("col.arm"), *fields]
+    # Counter names as words: `external_hit_tokens` cannot wrap, "external hit tokens" can.
+    cols = [t("col.layout"), t("col.tier"), t("col.arm"), *(f.replace("_", " ") for f in fields)]
     share = None
     if hits is not None and "prompt_tokens" in present:
         share = wide[hits] / wide["prompt_tokens"].where(wide["prompt_tokens"] > 0)
