@@ -18,6 +18,7 @@ from harness.loadgen import (
     probe,
     require_model,
     run_phase,
+    run_phase_async,
 )
 from harness.loadgen.sampler import MetricsSampler
 from harness.probes.prometheus import cache_evidence, scrape
@@ -232,3 +233,32 @@ def test_a_failing_store_stops_the_phase_with_its_error() -> None:
         run_phase([Endpoint(url, MODEL)], specs(400), concurrency=2, progress=False,
                   on_batch=broken)
     assert calls
+
+
+def test_the_pre_phase_heap_is_frozen_only_while_the_phase_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full garbage collection of the harness's heap stops the loop ~90 ms (in someone's
+    TTFT): during a phase the heap from before it is out of the collector's reach
+    (benchmarks/gc_pause.py measures the stalls), and it is handed back afterwards, also
+    when the phase fails."""
+    import gc
+
+    seen: list[int] = []
+    before = gc.get_freeze_count()
+    with running_server(ServerConfig(ttft=0.01)) as (url, _):
+        asyncio.run(run_phase_async(  # batch_size 1: rows are handed over during the phase
+            [Endpoint(url, MODEL)], doc_qa(6, 50, 0, seed=1).specs, concurrency=2,
+            progress=False, batch_size=1,
+            on_batch=lambda rows: seen.append(gc.get_freeze_count())))
+    assert len(seen) >= 3 and max(seen) > before
+    assert gc.get_freeze_count() == before
+    import harness.loadgen.engine as engine
+
+    def broken_session(timeout: float, concurrency: int) -> None:
+        raise RuntimeError("session failed inside the phase")
+
+    monkeypatch.setattr(engine.client, "new_session", broken_session)
+    with pytest.raises(RuntimeError, match="inside the phase"):
+        run_phase([Endpoint("http://127.0.0.1:9", MODEL)], doc_qa(2, 50, 0, seed=1).specs,
+                  concurrency=1, progress=False)
+    assert gc.get_freeze_count() == before
