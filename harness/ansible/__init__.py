@@ -6,12 +6,19 @@ re-exported here for callers that think of them as part of the Ansible side.
 
 from harness.ansible.events import AnsibleEvent
 from harness.ansible.progress import progress_printer
-from harness.ansible.runner import PlaybookFailure, PlaybookResult, playbook_path, run_playbook
+from harness.ansible.runner import (
+    PlaybookCancelled,
+    PlaybookFailure,
+    PlaybookResult,
+    playbook_path,
+    run_playbook,
+)
 from harness.transport.trust import HostStatus, hosts_check, trust_host
 
 __all__ = [
     "AnsibleEvent",
     "HostStatus",
+    "PlaybookCancelled",
     "PlaybookFailure",
     "PlaybookResult",
     "hosts_check",

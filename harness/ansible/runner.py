@@ -101,12 +101,14 @@ def run_playbook(playbook: str | Path, *, inventory: Path, known_hosts: Path,
                  limit: str | None, extravars: Mapping[str, object], artifact_dir: Path,
                  on_event: Callable[[AnsibleEvent], None] | None = None,
                  verbose: bool = False, timeout: float | None = None,
-                 become_password: str | None = None) -> PlaybookResult:
+                 become_password: str | None = None,
+                 cancel: threading.Event | None = None) -> PlaybookResult:
     """Run one playbook; the result on success, PlaybookError (PlaybookFailure) otherwise.
 
     extravars are passed as data (never templated); `gate_artifact_dir` is added (the
     directory playbooks write fetched files to) unless given. become_password answers
-    Ansible's BECOME prompt and is written nowhere.
+    Ansible's BECOME prompt and is written nowhere. Setting `cancel` (from another
+    thread) stops the playbook like an interrupt does and raises PlaybookCancelled.
     """
     import ansible_runner
 
@@ -143,14 +145,14 @@ def run_playbook(playbook: str | Path, *, inventory: Path, known_hosts: Path,
 
     t0 = time.monotonic()
     try:
-        r = _run_interruptibly(str(pdd), lambda cancel: ansible_runner.run(
+        r = _run_interruptibly(str(pdd), cancel, lambda stop: ansible_runner.run(
             private_data_dir=str(pdd), playbook=str(book), project_dir=str(book.parent),
             inventory=str(inv.path), limit=limit, cmdline=shlex.join(cmdline),
             envvars=_env(pdd, control_dir), event_handler=handle, quiet=True,
             passwords={BECOME_PROMPT: become_password} if become_password is not None else None,
             timeout=int(timeout) if timeout else None, ident="run", rotate_artifacts=0,
             suppress_env_files=True,  # env/passwords would hold the become password
-            cancel_callback=cancel,
+            cancel_callback=stop,
         ))
     finally:
         _stop_masters(control_dir)
@@ -162,7 +164,12 @@ def run_playbook(playbook: str | Path, *, inventory: Path, known_hosts: Path,
     return result
 
 
-def _run_interruptibly(marker: str, run: Callable[[Callable[[], bool]], Any]) -> Any:
+class PlaybookCancelled(PlaybookError):
+    """The playbook was stopped because the gate run was interrupted (its cancel event)."""
+
+
+def _run_interruptibly(marker: str, cancel: threading.Event | None,
+                       run: Callable[[Callable[[], bool]], Any]) -> Any:
     """Run ansible-runner in a worker thread; an interrupt of the caller cancels it.
 
     Why: called from the main thread without a cancel callback, ansible-runner installs
@@ -170,16 +177,17 @@ def _run_interruptibly(marker: str, run: Callable[[Callable[[], bool]], Any]) ->
     `gate run` could no longer be stopped (and a SIGTERM became a "canceled" playbook
     failure). In a worker thread it touches no handler; a KeyboardInterrupt (gate's
     SIGTERM) in the waiting thread sets the cancel event, ansible-runner kills the
-    playbook, and the interrupt goes on to the caller. Ansible's forked workers run in
+    playbook, and the interrupt goes on to the caller; `cancel`, set by another thread (an
+    arm's instances act in parallel), does the same. Ansible's forked workers run in
     sessions of their own, which ansible-runner's kill misses: they are found by
     `marker` (the private data dir, in their inherited command line) and killed too.
     """
-    cancel, done = threading.Event(), threading.Event()
+    stop, done = threading.Event(), threading.Event()
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            outcome["result"] = run(cancel.is_set)
+            outcome["result"] = run(stop.is_set)
         except BaseException as exc:  # handed to the caller's thread below
             outcome["error"] = exc
         finally:
@@ -190,9 +198,11 @@ def _run_interruptibly(marker: str, run: Callable[[Callable[[], bool]], Any]) ->
     # still-running thread as stopped (bpo-45274), and the cancel below would not wait.
     try:
         while not done.wait(0.2):
-            pass
+            if cancel is not None and cancel.is_set():
+                raise PlaybookCancelled("cancelled: the gate run was interrupted",
+                                        stage="playbook")
     except BaseException:
-        cancel.set()
+        stop.set()
         done.wait(_CANCEL_WAIT)
         _kill_groups_naming(marker)
         raise

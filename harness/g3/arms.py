@@ -4,21 +4,27 @@ An action is a playbook (harness.ansible, with the instance's vars as extravars)
 command (argv with `{arm}` `{layout}` `{tp}` `{instance}` `{port}` `{host}` `{address}`
 filled in, run on the named inventory host through its Transport, or on the gate host for
 `host: local`). After start / restart the harness waits for every endpoint's /health.
+The instances of a layout (TP4x2's two) act at the same time: a 480B restart takes
+minutes, and they are separate engines.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.config.inventory import Inventory
 from harness.config.models import Action, Arm, CommandAction, Layout, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, UsageError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,15 @@ def _arm(config: SiteConfig, name: str) -> Arm:
     return arm
 
 
-def wait_healthy(url: str, timeout: float, *, interval: float = 0.2) -> float:
-    """Poll GET /health until 200; returns the seconds it took."""
+def wait_healthy(url: str, timeout: float, *, interval: float = 0.2,
+                 cancel: threading.Event | None = None) -> float:
+    """Poll GET /health until 200; returns the seconds it took. `cancel` ends the wait."""
     start = time.monotonic()
     last = "no answer"
     while time.monotonic() - start < timeout:
+        if cancel is not None and cancel.is_set():
+            raise EndpointError("cancelled while waiting for /health", host=url,
+                                stage="health")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
                 if resp.status == 200:
@@ -68,11 +78,42 @@ def wait_healthy(url: str, timeout: float, *, interval: float = 0.2) -> float:
             last = f"HTTP {exc.code}"
         except (urllib.error.URLError, OSError) as exc:
             last = str(getattr(exc, "reason", exc))
-        time.sleep(interval)
+        if cancel is not None:
+            cancel.wait(interval)
+        else:
+            time.sleep(interval)
     raise EndpointError(f"not healthy after {timeout:.0f} s ({last})", host=url, stage="health")
 
 
-ActionRunner = Callable[[Action, dict[str, str], str], None]
+# (action, the instance's values, what to call it, a cancel event set when the run is
+# interrupted while other instances act): runs one action on one instance.
+ActionRunner = Callable[[Action, dict[str, str], str, threading.Event], None]
+_CANCEL_WAIT = 60.0  # for the other instances' actions to stop after an interrupt
+
+
+def on_each(items: Sequence[T], act: Callable[[T], object],
+            cancel: threading.Event) -> None:
+    """act(item) for every item at once, one thread each; after all have ended, the first
+    error in item order is raised. An interrupt of the caller sets `cancel` (which the
+    actions watch), waits for them to stop, and goes on."""
+    if len(items) == 1:
+        act(items[0])
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(len(items), thread_name_prefix="gate-action")
+    futures = [pool.submit(act, item) for item in items]
+    try:
+        # futures.wait, not Thread.join: it is safe to interrupt (bpo-45274).
+        while concurrent.futures.wait(futures, timeout=0.5).not_done:
+            pass
+    except BaseException:
+        cancel.set()
+        concurrent.futures.wait(futures, timeout=_CANCEL_WAIT)
+        raise
+    finally:
+        pool.shutdown(wait=False)
+    for future in futures:
+        if (error := future.exception()) is not None:
+            raise error
 
 
 @dataclass
@@ -100,11 +141,13 @@ class ArmControl:
         assert action is not None
         eps = endpoints(self.config, self.inventory, arm, layout)
         start = time.monotonic()
-        for ep in eps:
-            self.run_action(action, self._vars(arm, layout, ep), f"{arm} {which} {layout.name}")
+        what = f"{arm} {which} {layout.name}"
+        cancel = threading.Event()
+        on_each(eps, lambda ep: self.run_action(action, self._vars(arm, layout, ep), what,
+                                                cancel), cancel)
         if wait:
-            for ep in eps:
-                wait_healthy(ep.url, spec.health_timeout)
+            on_each(eps, lambda ep: wait_healthy(ep.url, spec.health_timeout, cancel=cancel),
+                    cancel)
         return time.monotonic() - start
 
     def start(self, arm: str, layout: Layout) -> float:
@@ -146,7 +189,8 @@ def transport_action_runner(pool: Any, inventory: Inventory, known_hosts: Path,
                             become_password: str | None = None) -> ActionRunner:
     """The real runner: commands over the host's Transport, playbooks via ansible-runner."""
 
-    def run(action: Action, values: dict[str, str], what: str) -> None:
+    def run(action: Action, values: dict[str, str], what: str,
+            cancel: threading.Event) -> None:
         started = time.monotonic()
         if isinstance(action, CommandAction):
             argv = fill(action.command, values)
@@ -179,7 +223,8 @@ def transport_action_runner(pool: Any, inventory: Inventory, known_hosts: Path,
         run_playbook(playbook_path(action.playbook), inventory=inventory.path,
                      known_hosts=known_hosts, limit=action.limit or values["host"],
                      extravars=extravars, artifact_dir=artifact_dir / "ansible",
-                     on_event=ansible_event, become_password=become_password)
+                     on_event=ansible_event, become_password=become_password,
+                     cancel=cancel)
         on_event(source="action", name=what, host=values["host"], status="ok",
                  duration=time.monotonic() - started, message="")
 

@@ -92,3 +92,37 @@ def _running_with(word: str) -> bool:
             if word.encode() in cmdline and _alive(int(proc.name)):
                 return True
     return False
+
+
+def test_a_cancel_event_stops_a_playbook_run_in_another_thread(tmp_path: Path) -> None:
+    """An arm's instances act in parallel threads: an interrupt of the gate run reaches
+    their playbooks through the cancel event, and nothing of them keeps running."""
+    from harness.ansible import PlaybookCancelled
+
+    pid_file = tmp_path / "sleep.pid"
+    cancel = threading.Event()
+    outcome: list[BaseException] = []
+
+    def play() -> None:
+        try:
+            run_playbook(FIXTURES / "sleep.yml", inventory=_inventory(tmp_path),
+                         known_hosts=tmp_path / "kh", limit=None,
+                         extravars={"pid_file": str(pid_file)}, artifact_dir=tmp_path / "art",
+                         cancel=cancel)
+        except BaseException as exc:  # the test inspects it
+            outcome.append(exc)
+
+    worker = threading.Thread(target=play)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cancel.set()
+    worker.join(50)
+    assert not worker.is_alive() and len(outcome) == 1
+    assert isinstance(outcome[0], PlaybookCancelled)
+    sleeper = int(pid_file.read_text())
+    deadline = time.monotonic() + 15
+    while _alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(sleeper) and not _running_with(str(tmp_path / "hosts.ini"))
