@@ -13,7 +13,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
 SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
@@ -144,7 +147,7 @@ def _stop_leftovers(root: Path) -> None:
             continue
 
 
-def _start_spawner(root: Path, err: Any) -> Path | None:
+def _start_spawner(root: Path, err: Console) -> Path | None:
     """The engines' spawner (harness.sim.spawner): ~150 engine starts and cold restarts
     cost a fork each instead of a new interpreter. Without it the demo still runs, slower."""
     from harness.errors import GateError
