@@ -79,7 +79,7 @@ def simulated_hardware(spec: HostSpec, inner: Transport, inventory_dir: Path | N
         raise InventoryError(
             f"host {spec.name}: {SIM_HARDWARE_VAR}={name} is not a simulated hardware profile",
             hint=f"known: {', '.join(sorted(catalog.profiles))}")
-    return SimulatedHardwareTransport(inner, profile, catalog.tools, on_simulated)
+    return SimulatedHardwareTransport(inner, profile, catalog, on_simulated)
 
 
 class TransportPool:

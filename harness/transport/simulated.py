@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 
-from harness.sim.hosts import HardwareProfile
+from harness.sim.hosts import Catalog, HardwareProfile
 from harness.transport import command
 from harness.transport.base import Transport
 from harness.transport.result import CommandResult
@@ -27,15 +27,15 @@ from harness.transport.result import CommandResult
 class SimulatedHardwareTransport:
     """Hardware tools answer from `profile`; every other command runs on `inner`."""
 
-    def __init__(self, inner: Transport, profile: HardwareProfile, tools: frozenset[str],
+    def __init__(self, inner: Transport, profile: HardwareProfile, catalog: Catalog,
                  on_simulated: Callable[[], None] | None = None) -> None:
         self.inner = inner
         self.host = inner.host
         self.profile = profile
-        self.tools = tools
+        self.catalog = catalog
         self._on_simulated = on_simulated
         self._tool_words = re.compile(
-            r"(?<![\w./-])(?:\S*/)?(" + "|".join(re.escape(t) for t in sorted(tools))
+            r"(?<![\w./-])(?:\S*/)?(" + "|".join(re.escape(t) for t in sorted(catalog.tools))
             + r")(?![\w.-])")
 
     def __repr__(self) -> str:
@@ -52,7 +52,7 @@ class SimulatedHardwareTransport:
             env: Mapping[str, str] | None = None,
             stdin: str | bytes | None = None) -> CommandResult:
         words = command.validate_argv(argv)
-        if PurePosixPath(words[0]).name not in self.tools:
+        if not self.catalog.simulates(words):
             return self.inner.run(words, timeout=timeout, sudo=sudo, env=env, stdin=stdin)
         answer = self.profile.answer(words, self.host)
         return self._simulated(words, answer.rc, answer.stdout, answer.stderr, answer.capture)

@@ -73,6 +73,8 @@ def test_program_path_is_ignored_and_device_globs_match() -> None:
     nvme = catalog.profiles["storage-nvme"].answer(
         ["nvme", "id-ctrl", "/dev/nvme0n1", "-o", "json"], "s")
     assert nvme.rc == 0 and '"mn" : "WDC PC SN730' in nvme.stdout
+    assert catalog.simulates(["/usr/sbin/lspci", "-vvv"]) and catalog.simulates(["lsblk"])
+    assert not catalog.simulates(["echo", "nvme"]) and not catalog.simulates([])
     other = catalog.profiles["storage-nvme"].answer(
         ["nvme", "id-ctrl", "/dev/nvme1", "-o", "json"], "s")
     assert other.rc == 127  # only nvme0 was captured
@@ -119,7 +121,7 @@ def _wrapped(inner: FakeTransport | LocalTransport,
              profile: str = "gpu-a100") -> tuple[SimulatedHardwareTransport, list[int]]:
     catalog = load_catalog(TEST_CAPTURES)
     seen: list[int] = []
-    wrapper = SimulatedHardwareTransport(inner, catalog.profiles[profile], catalog.tools,
+    wrapper = SimulatedHardwareTransport(inner, catalog.profiles[profile], catalog,
                                          on_simulated=lambda: seen.append(1))
     return wrapper, seen
 

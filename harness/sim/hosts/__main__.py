@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from harness.errors import EXIT_USAGE, GateError
 from harness.sim.hosts.catalog import load_catalog
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.profile} is not a simulated hardware profile (known: "
               f"{', '.join(sorted(catalog.profiles))})", file=sys.stderr)
         return EXIT_USAGE
-    if PurePosixPath(command[0]).name not in catalog.tools:
+    if not catalog.simulates(command):
         os.execvp(command[0], command)  # not hardware: the real program, as the wrapper does
     answer = profile.answer(command, args.host)
     sys.stdout.buffer.write(answer.stdout.encode("utf-8"))

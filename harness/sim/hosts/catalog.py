@@ -124,6 +124,10 @@ class Catalog:
         named = {cmd.forms[0][0] for p in self.profiles.values() for cmd in p.commands}
         return HARDWARE_TOOLS | named
 
+    def simulates(self, argv: Sequence[str]) -> bool:
+        """Whether argv runs a hardware tool (answered from captures, never for real)."""
+        return bool(argv) and PurePosixPath(argv[0]).name in self.tools
+
 
 def _read_manifest(directory: Path) -> dict[str, HardwareProfile]:
     path = directory / MANIFEST
