@@ -159,8 +159,10 @@ async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
                                 text_chunks += 1
                                 if rec.ttft_text is None:
                                     rec.ttft_text = t
-                            if c0.get("finish_reason"):
+                            reason = c0.get("finish_reason")
+                            if reason:
                                 finished = True
+                                rec.finish_reason = str(reason)
                             elif (prefix is None and isinstance(piece, str) and piece
                                   and "usage" not in obj and len(choices) == 1):
                                 learned = template(s, piece, chat)

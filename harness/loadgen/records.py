@@ -84,6 +84,7 @@ class RequestRecord:
     status: int | None = None
     error_kind: str | None = None
     error: str | None = None
+    finish_reason: str | None = None  # of the last choice chunk that had one
 
     @property
     def ok(self) -> bool:
@@ -111,6 +112,7 @@ class RequestRecord:
             "usage_reported": self.usage_reported, "status": self.status,
             "error_kind": self.error_kind, "error": self.error,
             "chunks": pack_chunks(self.chunk_times) if self.chunk_times else None,
+            "finish_reason": self.finish_reason,
         }
 
     @classmethod
@@ -124,4 +126,5 @@ class RequestRecord:
             prompt_tokens=row.get("prompt_tokens"), output_tokens=row.get("output_tokens"),
             usage_reported=bool(row.get("usage_reported")), status=row.get("status"),
             error_kind=row.get("error_kind"), error=row.get("error"),
+            finish_reason=row.get("finish_reason"),
         )

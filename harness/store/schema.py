@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -72,6 +73,9 @@ class RunRow(Base):
     started_at: Mapped[float] = mapped_column(Float)
     finished_at: Mapped[float | None] = mapped_column(Float)
     heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # Another suite than the packaged one (tests only): path and digest. Never a verdict.
+    suite: Mapped[str] = mapped_column(Text, default="")
+    plan: Mapped[list[Any] | None] = mapped_column(JSON)  # the check ids the suite declared
 
 
 class RunLockRow(Base):
@@ -133,6 +137,8 @@ class SignoffRow(Base):
     name: Mapped[str] = mapped_column(String(200))
     note: Mapped[str] = mapped_column(Text, default="")
     at: Mapped[float] = mapped_column(Float)
+    os_user: Mapped[str] = mapped_column(String(200), default="")  # who ran `gate signoff`
+    hostname: Mapped[str] = mapped_column(String(200), default="")  # and where
 
 
 class ArtifactRow(Base):
@@ -187,6 +193,7 @@ class RequestRow(Base):
     error_kind: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
     chunks: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32 chunk offsets
+    finish_reason: Mapped[str | None] = mapped_column(String(32))  # length | stop | ...
 
 
 class SeriesRow(Base):
@@ -231,3 +238,24 @@ class CellRow(Base):
     rule: Mapped[str] = mapped_column(Text, default="")
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     at: Mapped[float] = mapped_column(Float)
+
+
+class EngineProcessRow(Base):
+    """An engine process a gate run started (found listening on an arm's endpoint right
+    after a start or restart action), so the run, or the next resume / abort / run, can
+    make sure it is gone. (host, pid, start_ticks) names the process: a recycled pid has
+    another start time and is never signalled."""
+
+    __tablename__ = "engine_process"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    host: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    start_ticks: Mapped[int] = mapped_column(BigInteger)
+    arm: Mapped[str] = mapped_column(String(32), default="")
+    layout: Mapped[str] = mapped_column(String(64), default="")
+    instance: Mapped[int] = mapped_column(Integer, default=0)
+    url: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[float] = mapped_column(Float)
+    stopped_at: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str] = mapped_column(Text, default="")

@@ -18,7 +18,7 @@ from harness.store.schema import BenchmarkRow, CellRow, RequestRow, SeriesRow
 REQUEST_COLUMNS = (
     "idx", "instance", "warmup", "scheduled", "sent", "ttft", "ttft_text", "e2el",
     "prompt_tokens", "output_tokens", "usage_reported", "status", "error_kind", "error",
-    "chunks",
+    "chunks", "finish_reason",
 )
 
 
@@ -134,3 +134,25 @@ def cells(store: Store, run_id: int) -> list[CellRow]:
     with store.session() as s:
         return list(s.scalars(select(CellRow).where(CellRow.run_id == run_id)
                               .order_by(CellRow.layout, CellRow.tier)))
+
+
+def supersede_unpaired(store: Store, run_id: int) -> int:
+    """Before a resume: the phases of every repetition whose two measured phases did not
+    both finish are marked replaced (RUNNING -> INTERRUPTED, FINISHED -> SUPERSEDED), since
+    the pair is measured again from the start; they stay in the store for the record, out
+    of every count. Returns how many were marked."""
+    with store.session() as s:
+        rows = list(s.scalars(select(BenchmarkRow).where(BenchmarkRow.run_id == run_id)))
+        done: dict[tuple[str, int, int], set[str]] = {}
+        for b in rows:
+            if b.phase == "measured" and b.status == "FINISHED":
+                done.setdefault((b.layout, b.tier, b.repetition), set()).add(b.arm)
+        marked = 0
+        for b in rows:
+            if len(done.get((b.layout, b.tier, b.repetition), set())) >= 2:
+                continue
+            new = {"RUNNING": "INTERRUPTED", "FINISHED": "SUPERSEDED"}.get(b.status)
+            if new is not None:
+                b.status = new
+                marked += 1
+        return marked
