@@ -119,6 +119,7 @@ class Trace:
     arrival: float = 0.0
     first_token: float | None = None
     done: float | None = None
+    finish: str | None = None  # "length", "stop" (an EOS) or "abort", once it ended
 
 
 class Engine:
@@ -179,13 +180,17 @@ class Engine:
 
     async def generate(self, prompt: Prompt, max_tokens: int, trace: Trace, *,
                        arrival: Arrival | None = None, stall_at: int | None = None,
-                       stall_s: float = 0.0) -> AsyncGenerator[list[int], None]:
+                       stall_s: float = 0.0,
+                       eos_at: int | None = None) -> AsyncGenerator[list[int], None]:
         """Yield the generated token ids, one list per streamed chunk.
 
         The phases chain on the shared clock from the moment the request joined the
         batch (its arrival, when a slot was free): each starts where the modelled
         previous one ended, not when the event loop got round to it, so the
         simulator's own CPU does not stretch what the profile models.
+
+        `eos_at` (1..max_tokens): the request ends at that output token, an EOS
+        (finish "stop", trace.finish); None: it runs to max_tokens ("length").
         """
         loop = asyncio.get_running_loop()
         clock = self.clock
@@ -206,6 +211,7 @@ class Engine:
             arr.joined, arr.v = True, clock.now_v()
         admitted = loop.time()
         stats.running_tokens += len(prompt) + max_tokens
+        n_out = max_tokens if eos_at is None else max(1, min(eos_at, max_tokens))
         finish = "abort"
         try:
             self._schedule(prompt, trace)
@@ -216,32 +222,33 @@ class Engine:
             trace.output_tokens = 1
             stats.generation_tokens += 1
             yield [out[0]]
-            t_tok = self._token_time(j_decode, max_tokens, arr.idle)
+            t_tok = self._token_time(j_decode, n_out, arr.idle)
             v0 = v - t_tok  # token k (1-based) is due at v0 + k * t_tok
             done = 1
-            while done < max_tokens:
+            while done < n_out:
                 if stall_at is not None and done >= stall_at:
                     stall_at = None
                     await asyncio.sleep(stall_s / self.speed)
                     v0 = clock.now_v() - done * t_tok
-                target = min(max_tokens, done + self.stream_interval)
+                target = min(n_out, done + self.stream_interval)
                 await clock.until(v0 + target * t_tok)
                 due = int((clock.now_v() - v0) / t_tok + 1e-9)
-                due = min(max_tokens, max(target, due))
+                due = min(n_out, max(target, due))
                 chunk = [out[i % len(out)] for i in range(done, due)]
                 done = due
                 trace.output_tokens = done
                 stats.generation_tokens += len(chunk)
                 yield chunk
-            finish = "length"
+            finish = "length" if eos_at is None else "stop"
         finally:
             arr.left = True
             clock.leave()
             self._slots.give()
             stats.running_tokens -= len(prompt) + max_tokens
             trace.done = loop.time()
+            trace.finish = finish
             stats.success[finish] += 1
-            if finish == "length":
+            if finish != "abort":
                 self._observe(trace, admitted, max_tokens)
 
     # A batch that empties for a moment between back-to-back requests (a client's

@@ -25,7 +25,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.samples import Sample
 
-from harness.sim.engine import Engine, kv_usage
+from harness.sim.engine import Engine, Rates, kv_usage
 from harness.sim.stats import FINISH_REASONS, SOURCES, Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -39,6 +39,7 @@ class Identity:
     instance: int
     external_tier: bool
     speed: float
+    max_model_len: int  # the profile's (vllm:cache_config_info: max concurrency)
 
 
 class SimCollector:
@@ -134,14 +135,11 @@ class SimCollector:
              "Histogram of time spent in DECODE phase for request.", st.decode_time),
         ):
             yield self._histogram(name, doc, h, base, lv)
-        r = e.rates
+        labels = cache_config_labels(e.rates, self.ident.max_model_len)
         info = GaugeMetricFamily("vllm:cache_config_info",
                                  "Information of the LLMEngine CacheConfig",
-                                 labels=["block_size", "cache_dtype", "enable_prefix_caching",
-                                         "engine", "kv_cache_size_tokens", "num_gpu_blocks",
-                                         "prefix_caching_hash_algo"])
-        info.add_metric([str(r.block_size), "auto", "True", "0", str(r.gpu_cache_tokens),
-                         str(r.gpu_cache_tokens // r.block_size), "sha256"], 1.0)
+                                 labels=list(labels))
+        info.add_metric(list(labels.values()), 1.0)
         yield info
 
     def _histogram(self, name: str, doc: str, h: Histogram, labels: list[str],
@@ -215,6 +213,47 @@ class SimCollector:
                               labels=["model_name"])
         t.add_metric([i.model], float(tier.count()) if tier is not None else 0.0)
         yield t
+
+
+def cache_config_labels(rates: Rates, max_model_len: int) -> dict[str, str]:
+    """vllm:cache_config_info's labels, every one vLLM 0.25.1 writes, in its order and
+    formats (str() of the Python value: "True", "None", "16", "0.9"). The sizes come from
+    the profile at this TP (its GPU prefix cache is the KV cache); the rest are vLLM's
+    defaults, the same for both arms: the tier (an LMCache connector) is vLLM's
+    kv_transfer_config, not its cache config."""
+    blocks = rates.gpu_cache_tokens // rates.block_size
+    tokens = blocks * rates.block_size
+    return {
+        "_block_size_resolved": "True",
+        "block_size": str(rates.block_size),
+        "cache_dtype": "auto",
+        "calculate_kv_scales": "False",
+        "enable_prefix_caching": "True",
+        "engine": "0",
+        "gpu_memory_utilization": str(0.9),
+        "hash_block_size": "None",
+        "is_attention_free": "False",
+        "kv_cache_dtype_skip_layers": "[]",
+        "kv_cache_max_concurrency": str(tokens / max_model_len),
+        "kv_cache_memory_bytes": "None",
+        "kv_cache_size_tokens": str(tokens),
+        "kv_offloading_backend": "native",
+        "kv_offloading_size": "None",
+        "kv_sharing_fast_prefill": "False",
+        "mamba_block_size": "None",
+        "mamba_cache_dtype": "auto",
+        "mamba_cache_mode": "none",
+        "mamba_page_size_padded": "None",
+        "mamba_ssm_cache_dtype": "auto",
+        "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(blocks),
+        "num_gpu_blocks_override": "None",
+        "prefix_caching_hash_algo": "sha256",
+        "skip_page_size_padded": "None",
+        "sliding_window": "None",
+        "user_specified_block_size": "False",
+        "user_specified_mamba_block_size": "False",
+    }
 
 
 def build_registry(engine: Engine, ident: Identity) -> CollectorRegistry:

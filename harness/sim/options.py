@@ -60,9 +60,13 @@ ENGINE_OPTIONS: list[Callable[[F], F]] = [
     _opt("--tier-read-gbps", type=float, default=None,
          help="Override the profile's tier read bandwidth (GB/s at the profile's TP)."),
     _opt("--model", default=None, help="Serve under this model id [the profile's]."),
-    _opt("--seed", type=int, default=0, show_default=True, help="Seed of jitter and faults."),
+    _opt("--seed", type=int, default=0, show_default=True,
+         help="Seed of jitter, faults and EOS draws."),
     _opt("--stream-interval", type=int, default=1, show_default=True,
          help="Tokens per streamed chunk after the first (vLLM's --stream-interval)."),
+    _opt("--eos-rate", type=float, default=0.0, show_default=True,
+         help="Share of requests that end early at an EOS token (finish_reason \"stop\"), "
+              "unless the request sets ignore_eos (then: max_tokens, \"length\")."),
     _opt("--error-rate", type=float, default=0.0, show_default=True,
          help="Share of requests that fail (HTTP 500, or a stream cut mid-way)."),
     _opt("--stall-rate", type=float, default=0.0, show_default=True,
@@ -93,7 +97,8 @@ def spec_from_context(ctx: click.Context) -> EngineSpec:
         instance=v["instance"], tier_dir=v["tier_dir"], tier_reset=v["tier_reset"],
         diskstats=v["diskstats"], diskstats_device=v["diskstats_device"],
         cache_dir=v["cache_dir"], tier_read_gbps=v["tier_read_gbps"], model=v["model"],
-        seed=v["seed"], stream_interval=v["stream_interval"], faults=faults)
+        seed=v["seed"], stream_interval=v["stream_interval"], eos_rate=v["eos_rate"],
+        faults=faults)
     spec.check()
     if spec.tier_reset and not spec.external_tier:
         raise UsageError("--tier-reset needs --external-tier on", key="--tier-reset")

@@ -2,7 +2,8 @@
 
 GET /v1/models (with a `gate_sim` block: the harness detects the simulator from what the
 server says), /version, /health (503 during a slow start), /metrics; POST
-/v1/completions, /v1/chat/completions (stream or not), /tokenize, /detokenize. Faults:
+/v1/completions, /v1/chat/completions (stream or not; vLLM's `ignore_eos` and
+`min_tokens`), /tokenize, /detokenize. Seeded early stops at an EOS (`eos_rate`). Faults:
 HTTP 500 or a stream cut mid-way (seeded error rate), stalls, a crash after N requests,
 a slow start.
 """
@@ -17,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -25,6 +26,7 @@ from harness import __version__
 from harness.sim import shapes, tokenizer
 from harness.sim.diskstats import DiskstatsAccountant, DiskstatsFile
 from harness.sim.engine import Arrival, Engine, Rates, Trace
+from harness.sim.eos import EosDraws
 from harness.sim.faults import Fault, FaultDraws
 from harness.sim.metrics import CONTENT_TYPE, Identity, build_registry, render
 from harness.sim.profiles import GB
@@ -33,6 +35,7 @@ from harness.sim.spec import EngineSpec
 from harness.sim.tier import MemoryTierIndex, SqliteTierIndex, TierIndex
 
 JSON = "application/json"
+_T = TypeVar("_T", bool, int)
 
 
 class _BadRequest(Exception):
@@ -48,6 +51,17 @@ class _Job:
     stream: bool
     include_usage: bool
     chat: bool
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    eos_at: int | None = None  # drawn: the output token that is an EOS (None: max_tokens)
+
+    @property
+    def n_out(self) -> int:
+        return self.max_tokens if self.eos_at is None else self.eos_at
+
+    @property
+    def finish(self) -> str:
+        return "length" if self.eos_at is None else "stop"
 
 
 class SimServer:
@@ -75,8 +89,9 @@ class SimServer:
         self._cache = SqliteDigestStore(spec.cache_dir) if spec.cache_dir else None
         self.digests = PromptDigests(self.profile.block_size, salt, self._cache)
         self.faults = FaultDraws(spec.faults, spec.seed * 1000 + spec.instance)
+        self.eos = EosDraws(spec.eos_rate, spec.seed * 1000 + spec.instance)
         self.ident = Identity(self.model, self.profile.name, self.tp, spec.instance,
-                              spec.external_tier, spec.speed)
+                              spec.external_tier, spec.speed, self.profile.max_model_len)
         self.registry = build_registry(self.engine, self.ident)
         self.accepted = 0
         self.ready_at = 0.0
@@ -123,7 +138,8 @@ class SimServer:
             "gate_sim": {"profile": self.profile.name, "tp": self.tp, "instance": s.instance,
                          "external_tier": s.external_tier, "speed": s.speed,
                          "simulated": True, "seed": s.seed,
-                         "stream_interval": s.stream_interval},
+                         "stream_interval": s.stream_interval,
+                         "config": s.reported_config()},
         }
         return _json({"object": "list", "data": [card]})
 
@@ -196,23 +212,27 @@ class SimServer:
             job = self._parse(await _body(request), chat=chat)
         except _BadRequest as exc:
             return _error(exc)
-        fault = self.faults.draw(job.max_tokens, stream=job.stream)
+        job.eos_at = self.eos.draw(job.max_tokens, min_tokens=job.min_tokens,
+                                   ignore_eos=job.ignore_eos)
+        fault = self.faults.draw(job.n_out, stream=job.stream)
         if fault.kind == "http_500":
             return _error(_BadRequest("simulated engine error", 500, "InternalServerError"))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         created = int(time.time())
         trace = Trace()
         gen = self.engine.generate(job.prompt, job.max_tokens, trace, arrival=arrival,
-                                   stall_at=fault.stall_at, stall_s=self.spec.faults.stall_s)
+                                   stall_at=fault.stall_at, stall_s=self.spec.faults.stall_s,
+                                   eos_at=job.eos_at)
         try:
             if not job.stream:
                 parts: list[int] = []
                 async for ids in gen:
                     parts.extend(ids)
                 make = shapes.chat_body if chat else shapes.completion_body
+                text = tokenizer.decode(parts if job.eos_at is None else parts[:-1])
                 return _json(make(request_id=rid, created=created, model=self.model,
-                                  text=tokenizer.decode(parts), prompt=len(job.prompt),
-                                  completion=len(parts)))
+                                  text=text, prompt=len(job.prompt), completion=len(parts),
+                                  finish=job.finish))
             return await self._stream(request, job, gen, trace, fault, rid, created)
         finally:
             await gen.aclose()
@@ -225,9 +245,12 @@ class SimServer:
                                            "Cache-Control": "no-cache"})
         await resp.prepare(request)
         first = True
+        n_out, eos = job.n_out, job.eos_at is not None
         async for ids in gen:
-            final = trace.output_tokens >= job.max_tokens
-            data = shape.token(tokenizer.decode(ids), "length" if final else None)
+            final = trace.output_tokens >= n_out
+            # the EOS token counts in usage; its text is empty (skip_special_tokens)
+            text = tokenizer.decode(ids[:-1] if final and eos else ids)
+            data = shape.token(text, job.finish if final else None)
             if first and job.chat:
                 data = shape.role() + data
             first = False
@@ -244,6 +267,9 @@ class SimServer:
         return resp
 
     def _parse(self, body: dict[str, Any], *, chat: bool) -> _Job:
+        # vLLM validates the body's types (its pydantic request model) before anything else
+        ignore_eos = _field(body, "ignore_eos", bool, False)
+        min_tokens = _field(body, "min_tokens", int, 0)
         model = body.get("model")
         if model is not None and model != self.model:
             raise _BadRequest(f"The model `{model}` does not exist.", 404, "NotFoundError")
@@ -269,9 +295,38 @@ class SimServer:
                 f"requested {tokens + max_tokens} tokens ({tokens} in the "
                 f"messages, {max_tokens} in the completion). Please reduce the length of "
                 "the messages or completion.")
+        # vLLM's SamplingParams checks, with max_tokens resolved as above
+        if min_tokens < 0:
+            raise _BadRequest(f"min_tokens must be greater than or equal to 0, got {min_tokens}.")
+        if min_tokens > max_tokens:
+            raise _BadRequest(f"min_tokens must be less than or equal to "
+                              f"max_tokens={max_tokens}, got {min_tokens}.")
         opts = body.get("stream_options") or {}
         return _Job(prompt, max_tokens, bool(body.get("stream", False)),
-                    bool(isinstance(opts, dict) and opts.get("include_usage")), chat)
+                    bool(isinstance(opts, dict) and opts.get("include_usage")), chat,
+                    ignore_eos=ignore_eos, min_tokens=min_tokens)
+
+
+def _field(body: dict[str, Any], key: str, kind: type[_T], default: _T) -> _T:
+    """An optional bool / int field of the request, validated as vLLM's pydantic request
+    model does (lax mode: "true" and 1 are a bool, "5" and 5.0 an int; null, 1.5, "maybe"
+    are a 400). JSON's own true / 5 take the fast path; anything else asks pydantic itself,
+    imported on first use (~0.1 s, once) so an engine's start does not pay for it."""
+    if key not in body:
+        return default
+    value = body[key]
+    if type(value) is kind:
+        return value
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as exc:
+        err = {**exc.errors(include_url=False)[0], "loc": ("body", key)}
+        err.pop("ctx", None)
+        # vLLM's handler: str(RequestValidationError), then its errors() (api_server.py)
+        raise _BadRequest(f"1 validation error:\n  {err}\n {[err]}",
+                          err_type="Bad Request") from None
 
 
 def _prompt(prompt: object) -> str | list[int]:

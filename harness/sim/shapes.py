@@ -56,10 +56,10 @@ def usage_json(prompt: int, completion: int) -> str:
 
 
 def completion_body(*, request_id: str, created: int, model: str, text: str,
-                    prompt: int, completion: int) -> dict[str, Any]:
+                    prompt: int, completion: int, finish: str = "length") -> dict[str, Any]:
     return {
         "id": request_id, "object": "text_completion", "created": created, "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length",
+        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
                      "stop_reason": None, "prompt_logprobs": None}],
         "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
                   "completion_tokens": completion, "prompt_tokens_details": None},
@@ -67,12 +67,12 @@ def completion_body(*, request_id: str, created: int, model: str, text: str,
 
 
 def chat_body(*, request_id: str, created: int, model: str, text: str,
-              prompt: int, completion: int) -> dict[str, Any]:
+              prompt: int, completion: int, finish: str = "length") -> dict[str, Any]:
     return {
         "id": request_id, "object": "chat.completion", "created": created, "model": model,
         "choices": [{"index": 0,
                      "message": {"role": "assistant", "content": text, "tool_calls": []},
-                     "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+                     "logprobs": None, "finish_reason": finish, "stop_reason": None}],
         "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
                   "completion_tokens": completion, "prompt_tokens_details": None},
         "prompt_logprobs": None,

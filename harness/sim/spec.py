@@ -38,6 +38,13 @@ class FaultSpec:
             raise UsageError("must be >= 0", key="--crash-after")
 
 
+# EngineSpec fields the server does not report in gate_sim.config: where it listens, and
+# the arm's own state (its tier directory and whether it is emptied at start, its
+# diskstats file, the prompt-digest cache, which changes no modelled number). The
+# faults are reported field by field.
+NOT_REPORTED = frozenset({"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir"})
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     profile: str = DEFAULT_PROFILE
@@ -56,6 +63,7 @@ class EngineSpec:
     model: str | None = None  # serve under another name (arms that differ, on purpose)
     seed: int = 0
     stream_interval: int = 1  # tokens per streamed chunk after the first, like vLLM's
+    eos_rate: float = 0.0  # share of requests that end early at an EOS (unless ignore_eos)
     faults: FaultSpec = field(default_factory=FaultSpec)
 
     def resolved_profile(self) -> Profile:
@@ -81,7 +89,25 @@ class EngineSpec:
             raise UsageError(f"must be > 0, got {self.tier_read_gbps}", key="--tier-read-gbps")
         if self.stream_interval < 1:
             raise UsageError("must be >= 1", key="--stream-interval")
+        if not 0.0 <= self.eos_rate <= 1.0:
+            raise UsageError(f"must be between 0 and 1, got {self.eos_rate}", key="--eos-rate")
         self.faults.check()
+
+    def reported_config(self) -> dict[str, Any]:
+        """Every parameter that changes how this engine behaves, as the server reports it
+        (/v1/models `gate_sim.config`): two arms started alike differ here only in
+        `external_tier` (and a layout's instances in `instance`). Left out
+        (NOT_REPORTED): where it listens and the paths of the arm's own state."""
+        f = self.faults
+        return {
+            "profile": self.profile, "tp": self.resolved_tp(), "instance": self.instance,
+            "external_tier": self.external_tier, "speed": self.speed, "seed": self.seed,
+            "stream_interval": self.stream_interval, "tier_read_gbps": self.tier_read_gbps,
+            "model": self.model, "eos_rate": self.eos_rate,
+            "diskstats_device": self.diskstats_device,
+            "error_rate": f.error_rate, "stall_rate": f.stall_rate, "stall_s": f.stall_s,
+            "crash_after": f.crash_after, "slow_start_s": f.slow_start_s,
+        }
 
     def url(self) -> str:
         host = self.host
@@ -137,6 +163,8 @@ class EngineSpec:
             argv += ["--tier-read-gbps", repr(self.tier_read_gbps)]
         if self.model is not None:
             argv += ["--model", self.model]
+        if self.eos_rate:  # only when set: a spawner older than --eos-rate still forks
+            argv += ["--eos-rate", repr(self.eos_rate)]
         f = self.faults
         argv += ["--error-rate", repr(f.error_rate), "--stall-rate", repr(f.stall_rate),
                  "--stall-s", repr(f.stall_s), "--slow-start", repr(f.slow_start_s)]

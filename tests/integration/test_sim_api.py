@@ -52,8 +52,10 @@ def test_models_version_health(url: str) -> None:
     assert (card["id"], card["object"], card["owned_by"]) == (MODEL, "model", "gate-sim")
     assert card["max_model_len"] == 32768
     sim = card["gate_sim"]
+    config = sim.pop("config")
     assert sim == {"profile": "r1-qwen32b", "tp": 8, "instance": 0, "external_tier": False,
                    "speed": 1000.0, "simulated": True, "seed": 0, "stream_interval": 1}
+    assert config == EngineSpec(speed=1000.0, tp=8).reported_config()
     assert get_json(url + "/version")["version"].startswith("gate-sim ")
     with urllib.request.urlopen(url + "/health") as r:
         assert r.status == 200

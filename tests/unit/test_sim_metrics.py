@@ -31,7 +31,8 @@ def _exposition(tier: bool, tp: int = 1) -> str:
         engine = Engine(Rates.of(p, tp), tier=MemoryTierIndex(10**6) if tier else None,
                         speed=1.0, seed=0, salt="x")
         await engine.start()
-        ident = Identity("Qwen/Qwen2.5-32B-Instruct", p.name, tp, 0, tier, 50.0)
+        ident = Identity("Qwen/Qwen2.5-32B-Instruct", p.name, tp, 0, tier, 50.0,
+                         p.max_model_len)
         return render(build_registry(engine, ident)).decode()
 
     return asyncio.run(main())
@@ -44,9 +45,7 @@ def test_vllm_families_match_the_capture() -> None:
     assert len(vllm) >= 25
     for name in vllm:
         assert name in real, name
-        if name == "vllm:cache_config_info":
-            continue  # we carry a subset of its many labels
-        assert ours[name] == real[name], name
+        assert ours[name] == real[name], name  # cache_config_info: all 29 labels
     for must in ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits",
                  "vllm:external_prefix_cache_queries", "vllm:external_prefix_cache_hits",
                  "vllm:prompt_tokens_by_source", "vllm:num_requests_running",

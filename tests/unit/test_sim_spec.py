@@ -3,6 +3,7 @@ errors as one line naming the option."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from pathlib import Path
 
 import click
@@ -11,13 +12,13 @@ from click.testing import CliRunner
 
 from harness.errors import UsageError
 from harness.sim.options import engine_options, spec_from_context
-from harness.sim.spec import EngineSpec, FaultSpec
+from harness.sim.spec import NOT_REPORTED, EngineSpec, FaultSpec
 
 FULL = EngineSpec(
     profile="r2-moe480b", host="10.0.0.2", port=8123, external_tier=True, speed=37.5, tp=4,
     instance=1, tier_dir=Path("/tmp/t"), tier_reset=True, diskstats=Path("/tmp/d"),
     diskstats_device="nvme3n1", cache_dir=Path("/tmp/c"), tier_read_gbps=7.5,
-    model="other/model", seed=9, stream_interval=4,
+    model="other/model", seed=9, stream_interval=4, eos_rate=0.25,
     faults=FaultSpec(error_rate=0.1, stall_rate=0.05, stall_s=2.0, crash_after=7,
                      slow_start_s=3.0))
 
@@ -60,6 +61,8 @@ def test_restart_never_resets_the_tier() -> None:
     (EngineSpec(profile="nope"), "--profile"),
     (EngineSpec(faults=FaultSpec(error_rate=1.5)), "--error-rate"),
     (EngineSpec(stream_interval=0), "--stream-interval"),
+    (EngineSpec(eos_rate=1.5), "--eos-rate"),
+    (EngineSpec(eos_rate=-0.1), "--eos-rate"),
 ])
 def test_bad_values_name_the_option(spec: EngineSpec, key: str) -> None:
     with pytest.raises(UsageError) as err:
@@ -76,3 +79,40 @@ def test_tier_reset_needs_the_tier() -> None:
 def test_url_is_connectable() -> None:
     assert EngineSpec(host="0.0.0.0", port=9).url() == "http://127.0.0.1:9"
     assert EngineSpec(host="::1", port=9).url() == "http://[::1]:9"
+
+
+def test_eos_rate_on_the_command_line() -> None:
+    assert _parse(["--eos-rate", "0.3"]).eos_rate == 0.3
+    assert "--eos-rate" not in EngineSpec().to_argv()  # a default spec's argv is as before
+    assert EngineSpec.from_json({"port": 1}).eos_rate == 0.0  # a state dir from before
+
+
+def test_reported_config_has_every_parameter_that_changes_behaviour() -> None:
+    """A new EngineSpec / FaultSpec field is reported, or explicitly left out."""
+    config = FULL.reported_config()
+    expected = ({f.name for f in fields(EngineSpec)} - NOT_REPORTED - {"faults"}
+                | {f.name for f in fields(FaultSpec)})
+    assert set(config) == expected
+    assert {"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir"} == NOT_REPORTED
+    assert config["eos_rate"] == 0.25 and config["error_rate"] == 0.1
+    assert config["crash_after"] == 7 and config["model"] == "other/model"
+    assert EngineSpec(profile="r2-moe480b").reported_config()["tp"] == 8  # resolved
+
+
+def test_reported_config_shows_any_difference_but_the_arms_own_state() -> None:
+    base = EngineSpec(speed=30.0, tp=8, seed=4)
+    same = replace(base, host="0.0.0.0", port=8001, tier_dir=Path("/t"), cache_dir=Path("/c"),
+                   diskstats=Path("/d"))
+    assert same.reported_config() == base.reported_config()
+    for other in (replace(base, speed=21.9), replace(base, seed=5), replace(base, tp=4),
+                  replace(base, stream_interval=8), replace(base, eos_rate=0.1),
+                  replace(base, tier_read_gbps=3.0), replace(base, model="x"),
+                  replace(base, profile="null"), replace(base, diskstats_device="sda"),
+                  replace(base, faults=FaultSpec(stall_s=1.0)),
+                  replace(base, faults=FaultSpec(slow_start_s=2.0))):
+        diff = {k for k, v in other.reported_config().items()
+                if base.reported_config()[k] != v}
+        assert len(diff) == 1, other
+    acc = replace(base, external_tier=True)
+    assert {k for k, v in acc.reported_config().items()
+            if base.reported_config()[k] != v} == {"external_tier"}
