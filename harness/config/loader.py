@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harness.config.checks import check_site
 from harness.config.models import SiteConfig
 from harness.errors import ConfigError
 
@@ -82,9 +83,28 @@ def _describe(error: dict[str, Any]) -> str:
     return f"expected {error.get('msg', 'a valid value').lower()}, found {shown}"
 
 
-def parse_config(text: str, source: str) -> tuple[SiteConfig, dict[str, Any]]:
+def _bounded(error: dict[str, Any]) -> str | None:
+    """A G3 decision setting past its bound says which bound and why it exists."""
+    from harness.config.decision import SETTINGS
+
+    key = key_path(error.get("loc", ()))
+    setting = next((s for s in SETTINGS if s.key == key), None)
+    if setting is None or error.get("type") not in ("greater_than_equal", "less_than_equal",
+                                                    "greater_than", "less_than"):
+        return None
+    return (f"{json.dumps(error.get('input'))} is outside the allowed range "
+            f"({setting.bound()}; default {setting.default:g}): {setting.why}")
+
+
+def _yaml_load(text: str, source: str) -> Any:
+    """yaml.safe_load, with every YAML problem a ConfigError carrying line and column.
+
+    Some values fail in Python, not in YAML: a `\\U` escape past U+10FFFF (chr() out of
+    range), a timestamp such as 2024-13-45: a ValueError, whose place is where the loader
+    stopped."""
+    loader = yaml.SafeLoader(text)
     try:
-        raw = yaml.safe_load(text)
+        return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "unknown place"
@@ -93,6 +113,66 @@ def parse_config(text: str, source: str) -> tuple[SiteConfig, dict[str, Any]]:
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"YAML error: {exc}", file=source) from None
+    except ValueError as exc:  # chr() past U+10FFFF, a timestamp like 2024-13-45, ...
+        mark = loader.get_mark()
+        what = ("a \\U escape past U+10FFFF" if "chr()" in str(exc) else str(exc))
+        raise ConfigError(f"YAML value near line {mark.line + 1} column {mark.column + 1} "
+                          f"cannot be read: {what}", file=source) from None
+    finally:
+        loader.dispose()
+
+
+def _not_utf8(node: Any, loc: tuple[int | str, ...] = ()) -> tuple[str, str] | None:
+    """(key path, the text) of the first string, key or value, that is not valid Unicode:
+    YAML escapes such as "\\ud800" make lone surrogates, which the config digest and the
+    store cannot encode as UTF-8."""
+
+    def bad(text: str) -> bool:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
+    def path(parts: tuple[int | str, ...]) -> str:  # as written: key_path drops some names
+        out = ""
+        for part in parts:
+            out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + part
+        return out or "(top level)"
+
+    if isinstance(node, str):
+        return (path(loc), node) if bad(node) else None
+    if isinstance(node, dict):
+        for key, value in node.items():
+            name = key if isinstance(key, str) else str(key)
+            if bad(name):
+                return path((*loc, _shown(name))), name
+            found = _not_utf8(value, (*loc, name))
+            if found:
+                return found
+    if isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _not_utf8(value, (*loc, i))
+            if found:
+                return found
+    return None
+
+
+def _shown(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def parse_config(text: str, source: str) -> tuple[SiteConfig, dict[str, Any]]:
+    raw = _yaml_load(text, source)
+    invalid = _not_utf8(raw)
+    if invalid is not None:
+        where, found = invalid
+        shown = _shown(found)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConfigError(f'text is not valid Unicode: "{shown}" has a lone surrogate',
+                          file=source, key=where,
+                          hint="write the character itself, or one \\U0001F600-style escape; "
+                               "YAML does not join \\ud83d\\ude00-style pairs")
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping at the top level", file=source)
     try:
@@ -101,9 +181,10 @@ def parse_config(text: str, source: str) -> tuple[SiteConfig, dict[str, Any]]:
         errors = exc.errors()
         # Prefer the most specific error: union members each add their own complaint.
         first = max(errors, key=lambda e: len(e.get("loc", ())))
-        message = _describe(dict(first))
+        message = _bounded(dict(first)) or _describe(dict(first))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ConfigError(message + more, file=source, key=key_path(first["loc"])) from None
+    check_site(config, source)
     return config, raw
 
 

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # inf / nan are never a setting (`band_top: .inf` would switch the band off).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Site(Frozen):
@@ -71,6 +72,11 @@ class Arm(Frozen):
     # Per-layout endpoint URLs, when they are not http://<host>:<port> of the layout.
     endpoints: dict[str, list[str]] = Field(default_factory=dict)
     health_timeout: float = Field(default=900.0, gt=0)
+    # What may differ between the running engines of the two arms (accelerated only):
+    # glob patterns over the compared keys, e.g. `argv:--kv-transfer-config`, `env:LMCACHE_*`,
+    # `server:gate_sim.external_tier` (docs/g3.md "Arms that differ"). Anything else that
+    # differs keeps a cell from passing.
+    differs_by: list[str] = Field(default_factory=list)
 
 
 class Arms(Frozen):
@@ -125,10 +131,13 @@ class G2(Frozen):
     optional: list[str] = Field(default_factory=list)
 
 
+# G3's decision settings carry their bounds here: a threshold may be made stricter, never
+# weaker than the seed's contract; the settings that may be loosened within a bound make
+# the result need a reviewer's sign-off (harness/config/decision.py lists them all).
 class G3Thresholds(Frozen):
-    ttft_p50_drop: float = Field(default=0.25, gt=0, lt=1)
-    throughput_gain: float = Field(default=0.29, gt=0)
-    band_top: float = Field(default=0.40, gt=0)
+    ttft_p50_drop: float = Field(default=0.25, ge=0.25, lt=1)
+    throughput_gain: float = Field(default=0.29, ge=0.29, le=1.0)
+    band_top: float = Field(default=0.40, gt=0, le=1.0)
 
     @model_validator(mode="after")
     def _band_above_gain(self) -> G3Thresholds:
@@ -138,8 +147,8 @@ class G3Thresholds(Frozen):
 
 
 class Repetitions(Frozen):
-    min: int = Field(default=3, ge=2, description="a variance between pairs needs two")
-    max: int = Field(default=8, ge=2)
+    min: int = Field(default=3, ge=3, description="ABBA pairs before the first look")
+    max: int = Field(default=8, ge=3, le=64)
 
     @model_validator(mode="after")
     def _ordered(self) -> Repetitions:
@@ -151,13 +160,16 @@ class Repetitions(Frozen):
 class Evidence(Frozen):
     """What proves the accelerated arm read from the tier and the baseline did not."""
 
-    min_external_hit_share: float = Field(default=0.5, ge=0, le=1)
+    min_external_hit_share: float = Field(default=0.5, ge=0.3, le=1)
     # Failed requests count as +inf TTFT and no tokens: on the baseline they inflate the
     # gain, so a phase with more than this share failed cannot decide a cell.
-    max_failed_share: float = Field(default=0.02, ge=0, le=0.5)
+    max_failed_share: float = Field(default=0.02, ge=0, le=0.05)
     # A cold restart must leave the GPU prefix cache empty: local hits above this share
     # of the measured phase's prompt tokens mean the restart was not cold.
-    max_local_hit_share: float = Field(default=0.05, ge=0, le=1)
+    max_local_hit_share: float = Field(default=0.05, ge=0, le=0.2)
+    # The server's usage.completion_tokens must agree with the fixed output length on all
+    # but this share of a phase's completed requests ("token counts disagree" otherwise).
+    max_token_disagreement: float = Field(default=0.01, ge=0, le=0.01)
     storage_sample_interval: float = Field(default=1.0, gt=0)
     metrics_interval: float = Field(default=5.0, gt=0)
     storage_groups: list[str] = Field(default_factory=lambda: ["storage"])
@@ -175,14 +187,27 @@ class Estimate(Frozen):
     tier_tokens_per_s: float = Field(default=80000.0, gt=0)
 
 
+Criterion = Literal["ttft_p50_drop", "throughput_gain"]
+CRITERIA: tuple[Criterion, ...] = ("ttft_p50_drop", "throughput_gain")
+
+
 class G3(Frozen):
     tiers: list[int] = Field(default_factory=lambda: [4, 8, 16], min_length=1)
     layouts: list[str] = Field(default_factory=list, description="empty: every layout")
     repetitions: Repetitions = Repetitions()
     drop_caches_on: list[str] = Field(default_factory=lambda: ["gpu", "storage"])
+    # Why caches are not dropped (required when drop_caches_on is empty at a real site).
+    drop_caches_reason: str = ""
     thresholds: G3Thresholds = G3Thresholds()
-    confidence: float = Field(default=0.95, gt=0.5, lt=1)
-    bootstrap: int = Field(default=2000, ge=200)
+    # Which criteria decide each layout's cells; a layout not named is judged on both.
+    criteria: dict[str, list[Criterion]] = Field(default_factory=dict)
+    # Compare the argv and environment of the engine processes of both arms (read from
+    # /proc on their hosts). Off only where gate cannot see the engine's process (behind
+    # docker-proxy, a remote endpoint); the servers' own reported config is compared
+    # either way, and switching it off makes a PASS need a reviewer's sign-off.
+    engine_process_check: bool = True
+    confidence: float = Field(default=0.95, ge=0.90, lt=1)
+    bootstrap: int = Field(default=2000, ge=1000)
     seed: int = 20261202
     phase_timeout: float = Field(default=3600.0, gt=0)
     gate_budget: float = Field(default=7 * 24 * 3600.0, gt=0)

@@ -40,9 +40,9 @@ def test_config_is_frozen() -> None:
         ("layouts:\n  - {name: TP8, tp: 8, instances: [{host: g, port: 80, colour: red}]}\n",
          "layouts[0].instances[0].colour", "unknown key"),
         ("gates: {g3: {thresholds: {ttft_p50_drop: 2}}}\n", "gates.g3.thresholds.ttft_p50_drop",
-         "expected"),
+         "outside the allowed range"),
         ("gates: {g3: {tierz: [1]}}\n", "gates.g3.tierz", "unknown key"),
-        ("gates: {g3: {repetitions: {min: 5, max: 2}}}\n", "gates.g3.repetitions", "max"),
+        ("gates: {g3: {repetitions: {min: 5, max: 4}}}\n", "gates.g3.repetitions", "max"),
     ],
 )
 def test_bad_values_name_the_key_path(extra: str, key: str, words: str) -> None:
@@ -86,3 +86,63 @@ def test_snapshot_hash_is_stable(tmp_path: Path) -> None:
     first = load_config(p).digest()
     p.write_text(BASE)
     assert load_config(p).digest() != first
+
+
+ARMS = """\
+arms:
+  baseline: {start: {command: [serve, "{port}"]}, stop: {command: [stop]}}
+  accelerated: {start: {command: [serve, "{port}", --tier]}, stop: {command: [stop]}}
+layouts:
+  - {name: TP8, tp: 8, instances: [{host: g, port: 80}]}
+"""
+
+
+@pytest.mark.parametrize(("extra", "key", "words"), [
+    # The review's route 4: loosening the failed-request guard is refused, not weakened.
+    ("gates: {g3: {evidence: {max_failed_share: 0.5}}}\n", "gates.g3.evidence.max_failed_share",
+     "<= 0.05"),
+    ("gates: {g3: {thresholds: {throughput_gain: 0.2}}}\n",
+     "gates.g3.thresholds.throughput_gain", ">= 0.29"),
+    ("gates: {g3: {thresholds: {band_top: .inf}}}\n", "gates.g3.thresholds.band_top",
+     "finite"),
+    ("gates: {g3: {thresholds: {band_top: 1.5}}}\n", "gates.g3.thresholds.band_top", "<= 1"),
+    ("gates: {g3: {confidence: 0.8}}\n", "gates.g3.confidence", ">= 0.9"),
+    ("gates: {g3: {repetitions: {min: 2}}}\n", "gates.g3.repetitions.min", ">= 3"),
+    ("gates: {g3: {evidence: {min_external_hit_share: 0.1}}}\n",
+     "gates.g3.evidence.min_external_hit_share", ">= 0.3"),
+    ("gates: {g3: {drop_caches_on: []}}\n", "gates.g3.drop_caches_on", "needs a reason"),
+    (ARMS + "gates: {g3: {criteria: {TP4: [throughput_gain]}}}\n", "gates.g3.criteria.TP4",
+     "names no layout"),
+    (ARMS + "gates: {g3: {criteria: {TP8: []}}}\n", "gates.g3.criteria.TP8", "one or both"),
+    (ARMS.replace('"{port}", --tier', '"{prot}", --tier'), "arms.accelerated.start.command[1]",
+     "unknown placeholder {prot}"),
+    (ARMS.replace("baseline: {start:", "baseline: {differs_by: [y], start:"),
+     "arms.baseline.differs_by", "accelerated arm only"),
+])
+def test_decision_settings_past_their_bounds_are_refused(extra: str, key: str,
+                                                        words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(BASE + extra, "site/gate.yaml")
+    assert err.value.key == key, err.value.one_line()
+    assert words in err.value.one_line()
+    assert err.value.exit_code == 4
+
+
+def test_settings_weaker_than_the_defaults_are_listed_and_flagged() -> None:
+    from harness.config.decision import deviations
+
+    cfg, _ = parse_config(BASE + ARMS + (
+        "gates: {g3: {confidence: 0.92, bootstrap: 4000, drop_caches_on: [],\n"
+        "             drop_caches_reason: no sudo on the storage appliance,\n"
+        "             criteria: {TP8: [throughput_gain]},\n"
+        "             thresholds: {ttft_p50_drop: 0.3}}}\n"), "site/gate.yaml")
+    found = {d.key: d for d in deviations(cfg.model_dump(mode="json"))}
+    assert found["gates.g3.confidence"].weakened
+    assert not found["gates.g3.bootstrap"].weakened  # more resamples weaken nothing
+    assert not found["gates.g3.thresholds.ttft_p50_drop"].weakened  # stricter
+    assert found["gates.g3.drop_caches_on"].weakened
+    assert "no sudo on the storage appliance" in found["gates.g3.drop_caches_on"].why
+    assert found["gates.g3.criteria.TP8"].weakened
+    assert "ttft_p50_drop" in found["gates.g3.criteria.TP8"].why
+    defaults, _ = parse_config(BASE, "site/gate.yaml")
+    assert deviations(defaults.model_dump(mode="json")) == []

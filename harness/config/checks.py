@@ -1,0 +1,83 @@
+"""Checks across keys of a validated site config, each failing as one ConfigError that
+names the key (the models check one field at a time; these need two or more).
+
+Run at load, so a mistake surfaces before any host is touched, not hours into a G3.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterator
+
+from harness.config.models import Arms, CommandAction, PlaybookAction, SiteConfig
+from harness.errors import ConfigError
+
+# The names an arm's command argv and playbook vars may use as `{placeholders}`; the G3
+# arm control fills exactly these (harness/g3/arms.py `ArmControl.values`).
+PLACEHOLDERS = ("arm", "layout", "tp", "instance", "port", "host", "address", "url")
+
+
+def check_site(config: SiteConfig, source: str) -> None:
+    """Raise the first cross-key problem of `config` (read from `source`)."""
+    g3 = config.gates.g3
+
+    def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, file=source, key=key, hint=hint)
+
+    if not g3.drop_caches_on and not config.simulated and not g3.drop_caches_reason.strip():
+        raise fail("gates.g3.drop_caches_on", "an empty list needs a reason: without a "
+                   "page-cache drop a cold read may come from RAM and inflate the gain",
+                   "set gates.g3.drop_caches_reason (the result will then need a reviewer's "
+                   "sign-off), or list the groups whose page cache gate drops")
+    names = {layout.name for layout in config.layouts}
+    for layout, chosen in g3.criteria.items():
+        key = f"gates.g3.criteria.{layout}"
+        if layout not in names:
+            raise fail(key, f"names no layout (layouts: {', '.join(sorted(names)) or 'none'})")
+        if not chosen or len(set(chosen)) != len(chosen):
+            raise fail(key, "needs one or both of ttft_p50_drop, throughput_gain, once each")
+    if config.arms is not None:
+        if config.arms.baseline.differs_by:
+            raise fail("arms.baseline.differs_by", "allowed differences are declared on the "
+                       "accelerated arm only", "move them to arms.accelerated.differs_by")
+        for key, text in _arm_texts(config.arms):
+            _check_placeholders(text, key, fail)
+
+
+def _arm_texts(arms: Arms) -> Iterator[tuple[str, str]]:
+    """(key path, text) of every string an arm action fills placeholders into."""
+    for arm_name in ("baseline", "accelerated"):
+        arm = getattr(arms, arm_name)
+        for which in ("start", "stop", "restart"):
+            action = getattr(arm, which)
+            base = f"arms.{arm_name}.{which}"
+            if isinstance(action, CommandAction):
+                for i, word in enumerate(action.command):
+                    yield f"{base}.command[{i}]", word
+            elif isinstance(action, PlaybookAction):
+                yield from _strings(action.vars, f"{base}.vars")
+
+
+def _strings(value: object, key: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{key}[{i}]")
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            yield from _strings(item, f"{key}.{k}")
+
+
+def _check_placeholders(text: str, key: str, fail: Callable[..., ConfigError]) -> None:
+    known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        raise fail(key, f"bad placeholder in {text!r}: {exc}",
+                   f"known: {known}; write {{{{ and }}}} for literal braces") from None
+    for field in fields:
+        name = field.split(".")[0].split("[")[0]
+        if name not in PLACEHOLDERS:
+            raise fail(key, f"unknown placeholder {{{field}}} in {text!r}",
+                       f"known: {known}; write {{{{ and }}}} for literal braces")

@@ -1,0 +1,182 @@
+"""G3's decision settings in one place: what each one is, its default, its bound, and
+which way is weaker.
+
+The bounds themselves are enforced by the config models (a value past a bound is refused
+at load, exit 4); this module reads them from there, so the numbers exist once. It answers
+one question for the run, `gate runs show` and the report's first page: which decision
+settings differ from the defaults, and does any difference weaken the test? A weakened
+G3 result needs a reviewer's sign-off before it counts as PASS.
+
+It works on the raw config dict (a run's stored `config_json` too), so a run stored by
+an older harness is still described, not re-validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from harness.config.models import CRITERIA, G3, Evidence, G3Thresholds, Repetitions
+
+Weaker = Literal["lower", "higher"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One numeric decision setting: where it lives and which direction weakens the test
+    (None: a change is shown but weakens nothing, e.g. more bootstrap resamples)."""
+
+    path: tuple[str, ...]
+    model: type[BaseModel]
+    weaker: Weaker | None
+    why: str
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def field(self) -> FieldInfo:
+        return self.model.model_fields[self.path[-1]]
+
+    @property
+    def default(self) -> float:
+        value = self.field.default
+        assert isinstance(value, int | float)
+        return float(value)
+
+    def bound(self) -> str:
+        """The limit as the model enforces it, for messages (e.g. '>= 0.25')."""
+        parts = []
+        for meta in self.field.metadata:
+            for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+                if getattr(meta, attr, None) is not None:
+                    parts.append(f"{sign} {getattr(meta, attr):g}")
+        return " and ".join(parts)
+
+
+_G3 = ("gates", "g3")
+SETTINGS: tuple[Setting, ...] = (
+    Setting((*_G3, "thresholds", "ttft_p50_drop"), G3Thresholds, "lower",
+            "TTFT p50 must drop at least this much (the contract's floor)"),
+    Setting((*_G3, "thresholds", "throughput_gain"), G3Thresholds, "lower",
+            "throughput must rise at least this much (the contract's floor)"),
+    Setting((*_G3, "thresholds", "band_top"), G3Thresholds, "higher",
+            "a gain above this needs a reviewer: a broken baseline inflates gains"),
+    Setting((*_G3, "confidence"), G3, "lower", "confidence of the decision's intervals"),
+    Setting((*_G3, "repetitions", "min"), Repetitions, "lower",
+            "ABBA pairs before the first look"),
+    Setting((*_G3, "repetitions", "max"), Repetitions, None,
+            "ABBA pairs at most (alpha spending keeps the error rate)"),
+    Setting((*_G3, "bootstrap"), G3, None, "bootstrap resamples per interval"),
+    Setting((*_G3, "seed"), G3, None, "ABBA order and bootstrap seed"),
+    Setting((*_G3, "evidence", "max_failed_share"), Evidence, "higher",
+            "failed requests a phase may have (failed baseline requests inflate the gain)"),
+    Setting((*_G3, "evidence", "min_external_hit_share"), Evidence, "lower",
+            "share of prompt tokens the accelerated arm must read from the tier"),
+    Setting((*_G3, "evidence", "max_local_hit_share"), Evidence, "higher",
+            "GPU prefix-cache hits allowed after a cold restart"),
+    Setting((*_G3, "evidence", "max_token_disagreement"), Evidence, "higher",
+            "requests whose server token count may disagree with the fixed length"),
+)
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A decision setting that is not the default, and whether that weakens the test."""
+
+    key: str
+    value: str
+    default: str
+    weakened: bool
+    why: str
+
+    def line(self) -> str:
+        mark = " (weaker: needs a reviewer's sign-off)" if self.weakened else ""
+        return f"{self.key} = {self.value} (default {self.default}){mark}"
+
+
+def _get(raw: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = raw
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+def deviations(raw: Mapping[str, Any]) -> list[Deviation]:
+    """Every G3 decision setting of a config (dict form) that differs from its default."""
+    out = []
+    for s in SETTINGS:
+        value = _get(raw, s.path)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if float(value) == s.default:
+            continue
+        weakened = (s.weaker == "lower" and value < s.default) or \
+                   (s.weaker == "higher" and value > s.default)
+        out.append(Deviation(s.key, _num(float(value)), _num(s.default), weakened, s.why))
+    out += _drop_caches(raw) + _criteria(raw)
+    if _get(raw, (*_G3, "engine_process_check")) is False:
+        out.append(Deviation("gates.g3.engine_process_check", "false", "true", True,
+                             "the engines' argv and environment are not compared"))
+    return out
+
+
+def _drop_caches(raw: Mapping[str, Any]) -> list[Deviation]:
+    """Without a page-cache drop a cold read may come from RAM and inflate the gain: an
+    empty list weakens the test at a real site (a simulated lab has no page cache in front
+    of its tier); a shorter list is shown."""
+    groups = _get(raw, (*_G3, "drop_caches_on"))
+    if not isinstance(groups, list):
+        return []
+    default = list(G3.model_fields["drop_caches_on"].get_default(call_default_factory=True))
+    missing = [g for g in default if g not in groups]
+    if not missing:
+        return []
+    reason = str(_get(raw, (*_G3, "drop_caches_reason")) or "")
+    simulated = bool(raw.get("simulated"))
+    if simulated and not groups:
+        why = "simulated hosts: no page cache in front of the tier"
+    else:
+        why = f"page cache not dropped on {', '.join(missing)}" + (f": {reason}" if reason
+                                                                  else "")
+    return [Deviation(".".join((*_G3, "drop_caches_on")), "[" + ", ".join(groups) + "]",
+                      "[" + ", ".join(default) + "]", not groups and not simulated, why)]
+
+
+def _criteria(raw: Mapping[str, Any]) -> list[Deviation]:
+    chosen = _get(raw, (*_G3, "criteria"))
+    if not isinstance(chosen, Mapping):
+        return []
+    out = []
+    for layout, names in chosen.items():
+        names = list(names or [])
+        dropped = [c for c in CRITERIA if c not in names]
+        if dropped:
+            out.append(Deviation(f"gates.g3.criteria.{layout}", ", ".join(names),
+                                 ", ".join(CRITERIA), True,
+                                 f"{layout} is not judged on {', '.join(dropped)}"))
+    return out
+
+
+def weakened(raw: Mapping[str, Any]) -> list[Deviation]:
+    return [d for d in deviations(raw) if d.weakened]
+
+
+def criteria_for(criteria: Mapping[str, Sequence[str]], layout: str) -> tuple[str, ...]:
+    """The criteria that decide a layout's cells (both unless the config names fewer)."""
+    chosen = criteria.get(layout)
+    return tuple(c for c in CRITERIA if chosen is None or c in chosen)
+
+
+WEAKENED_REASON = "weaker decision settings: needs sign-off"
