@@ -43,15 +43,27 @@ def combine(outcomes: Iterable[Verdict]) -> tuple[Verdict, str]:
 
 SIGNOFF_REASON = "above band: needs sign-off"
 
+# What a finished run that is not a gate (`gate bench`, `gate import`) counts as: measured
+# and stored, nothing decided. Not a Verdict: it maps to no exit code, opens no gate and
+# is never shown as PASS. Such a run that failed outright (nothing completed) is ERROR.
+RECORDED = "RECORDED"
+
 
 def effective(verdict: str | None, needs_signoff: bool, reviewer_signed: bool,
-              status: str = "FINISHED") -> str:
-    """What a run counts as: ABORTED is ERROR; a reviewer's sign-off turns the
-    above-band INCONCLUSIVE into PASS; RUNNING has no verdict yet."""
+              status: str = "FINISHED", kind: str | None = None) -> str:
+    """What a run counts as: ABORTED is ERROR; RUNNING has no verdict yet; a finished run
+    of another kind than `gate` is RECORDED, or ERROR if it failed (whatever verdict an
+    older harness stored on it); a reviewer's sign-off turns a gate's above-band
+    INCONCLUSIVE into PASS. kind None (not said): a finished run without a verdict is
+    RECORDED, since a gate run always finishes with one."""
     if status == "ABORTED":
         return Verdict.ERROR.value
-    if status == "RUNNING" or verdict is None:
+    if status == "RUNNING":
         return "RUNNING"
+    if kind is not None and kind != "gate":
+        return Verdict.ERROR.value if verdict == Verdict.ERROR.value else RECORDED
+    if verdict is None:
+        return RECORDED
     if verdict == Verdict.INCONCLUSIVE.value and needs_signoff and reviewer_signed:
         return Verdict.PASS.value
     return verdict

@@ -76,24 +76,29 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """gate: gated joint testing of KV-cache storage accelerators (G1 arrival, G2
     baselines, G3 A/B main gate, G4 72 h stability)."""
+    from harness.secrets import take_sudo_password
+
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    # Out of the environment before anything runs: no child process may inherit it.
+    ctx.obj["sudo_password"] = take_sudo_password()
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: GateErrors become one line + their exit code."""
-    from harness.errors import EXIT_USAGE, GateError
+    """Console entry point: GateErrors become one line + their exit code; anything else is
+    a bug in gate, one line and exit 3 (ERROR: nothing was decided), never Python's exit 1,
+    which would read as STOP-LOSS. --debug adds the traceback, not another exit code."""
+    from harness.errors import EXIT_ERROR, EXIT_USAGE, GateError
 
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
         return cli.main(args=args, prog_name="gate", standalone_mode=False)
     except GateError as exc:
-        if debug:
-            raise
+        _traceback(debug)
         click.echo(f"gate: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("gate: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -101,3 +106,17 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a bug: say so in one line, exit ERROR
+        _traceback(debug)
+        text = " ".join(str(exc).split()) or "(no message)"
+        more = "" if debug else "; rerun with --debug for the traceback"
+        click.echo(f"gate: internal error: {type(exc).__name__}: {text} (a bug in gate{more})",
+                   err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc()

@@ -16,9 +16,10 @@ import click
 from harness.cli.common import config_option, db_option, emit_json, json_option
 
 BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
-gate section; progress goes to stderr. Exit 0 when every request completed, 2 when some
-failed (counted by kind in the summary), 3 when none completed or an endpoint is down,
-4 for bad options or a model the server does not serve."""
+gate section; progress goes to stderr. A bench is not a gate: its run is stored without a
+verdict (`recorded`), or ERROR when no request completed. Exit 0 when every request
+completed, 2 when some failed (counted by kind in the summary), 3 when none completed or
+an endpoint is down, 4 for bad options or a model the server does not serve."""
 
 
 @click.command("bench", epilog=BENCH_EPILOG)
@@ -93,7 +94,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         save_to.write_text(json.dumps(doc) + "\n", encoding="utf-8")
     if as_json:
         emit_json({"run_id": out.run_id, "benchmark_id": out.benchmark_id,
-                   "verdict": out.verdict, "summary": out.summary,
+                   "verdict": out.verdict, "reason": out.reason, "summary": out.summary,
                    "calibrated": out.workload.calibrated, "notes": out.workload.notes})
     else:
         urls_by = {i: u for i, u in enumerate(urls)}
@@ -104,9 +105,8 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
     for note in out.workload.notes:
         click.echo(f"gate: note: {note}", err=True)
-    code = {"PASS": 0, "INCONCLUSIVE": 2}.get(out.verdict, 3)
-    if code:
-        sys.exit(code)  # SystemExit, not click's Exit: `python -m harness` drops a return
+    if out.exit_code:
+        sys.exit(out.exit_code)  # SystemExit, not click's Exit: `python -m harness` drops a return
 
 
 def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
@@ -137,9 +137,14 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
                as_json: bool) -> None:
     """A `vllm bench serve --save-result` JSON (one result, a sweep summary list, or JSON
     lines). Aggregates are recomputed from per-request arrays when the file has them; a
-    disagreement with the file's own summary is a warning on stderr."""
-    from harness.errors import UsageError
-    from harness.loadgen.vllm_import import benchmark_params, parse_vllm_bench
+    disagreement with the file's own summary is a warning on stderr.
+
+    An import is not a gate: the run is stored without a verdict (RECORDED), its reason
+    says what was imported. Some requests failed: a warning, exit 0. Every request
+    failed: the run is ERROR, exit 3."""
+    from harness.errors import EXIT_ERROR, UsageError
+    from harness.loadgen.bench import left_running
+    from harness.loadgen.vllm_import import benchmark_params, import_outcome, parse_vllm_bench
     from harness.store.db import Store
     from harness.store.runs import NewRun, add_artifact, finish_run, start_run
     from harness.store.writer import finish_benchmark, insert_requests, start_benchmark
@@ -151,42 +156,61 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
     except UnicodeDecodeError:
         raise UsageError("not a text file", file=str(file)) from None
     runs = parse_vllm_bench(text, str(file))
+    verdict, reason, problem = import_outcome(runs, file.name)
     store = Store(db_url)
     try:
         where = _filed_under(config_path, campaign)
         run_id = start_run(store, NewRun(campaign=where["campaign"], site=where["site"],
                                          customer="", kind="import",
                                          args=("vllm-bench", str(file))))
-        add_artifact(store, run_id, file, kind="vllm-bench")
         listed: list[dict[str, Any]] = []
-        for r in runs:
-            conc = r.scalars.get("max_concurrency")
-            bid = start_benchmark(store, run_id, tier=int(conc) if isinstance(conc, int) else 0,
-                                  repetition=int(r.scalars.get("run_number", r.index) or 0),
-                                  phase="measured", driver="vllm-bench",
-                                  params=benchmark_params(r))
-            if r.records:
-                insert_requests(store, bid, [rec.to_row() for rec in r.records])
-            summary = dict(r.scalars)
-            summary.update({"recomputed": r.recomputed, "warnings": r.warnings,
-                            "requests_stored": len(r.records)})
-            finish_benchmark(store, bid, status="FINISHED",
-                             duration=float(r.scalars.get("duration") or 0.0), summary=summary)
-            for w in r.warnings:
-                click.echo(f"gate: warning: {w}", err=True)
-            listed.append({"benchmark_id": bid, "index": r.index,
-                           "completed": r.scalars.get("completed"),
-                           "median_ttft_ms": r.scalars.get("median_ttft_ms"),
-                           "requests_stored": len(r.records), "warnings": r.warnings})
-        finish_run(store, run_id, verdict="PASS",
-                   reason=f"imported {len(runs)} vllm bench result(s) from {file.name}")
+        try:
+            add_artifact(store, run_id, file, kind="vllm-bench")
+            for r in runs:
+                conc = r.scalars.get("max_concurrency")
+                bid = start_benchmark(store, run_id,
+                                      tier=int(conc) if isinstance(conc, int) else 0,
+                                      repetition=int(r.scalars.get("run_number", r.index) or 0),
+                                      phase="measured", driver="vllm-bench",
+                                      params=benchmark_params(r))
+                if r.records:
+                    insert_requests(store, bid, [rec.to_row() for rec in r.records])
+                summary = dict(r.scalars)
+                summary.update({"recomputed": r.recomputed, "warnings": r.warnings,
+                                "requests_stored": len(r.records)})
+                finish_benchmark(store, bid, status="FINISHED",
+                                 duration=float(r.scalars.get("duration") or 0.0),
+                                 summary=summary)
+                for w in r.warnings:
+                    click.echo(f"gate: warning: {w}", err=True)
+                listed.append({"benchmark_id": bid, "index": r.index,
+                               "completed": r.scalars.get("completed"),
+                               "failed": r.scalars.get("failed"),
+                               "median_ttft_ms": r.scalars.get("median_ttft_ms"),
+                               "requests_stored": len(r.records), "warnings": r.warnings})
+        except BaseException as exc:
+            with left_running(run_id, exc):
+                finish_run(store, run_id, verdict="ERROR", status="ABORTED",
+                           reason=f"import of {file.name} did not finish")
+            raise
+        with left_running(run_id):
+            finish_run(store, run_id, verdict=verdict,  # NULL: no gate
+                       reason=reason)
     finally:
         store.close()
     if as_json:
-        emit_json({"run_id": run_id, "file": str(file), "benchmarks": listed})
-        return
-    click.echo(f"imported {len(runs)} result(s) from {file} as run {run_id}")
-    for item in listed:
-        extra = f", {item['requests_stored']} requests" if item["requests_stored"] else ""
-        click.echo(f"  benchmark {item['benchmark_id']}: completed {item['completed']}, "
-                   f"median TTFT {item['median_ttft_ms']} ms{extra}")
+        emit_json({"run_id": run_id, "file": str(file), "verdict": verdict, "reason": reason,
+                   "benchmarks": listed})
+    else:
+        click.echo(f"imported {len(runs)} result(s) from {file} as run {run_id}")
+        for item in listed:
+            extra = f", {item['requests_stored']} requests" if item["requests_stored"] else ""
+            failed = f", failed {item['failed']}" if item["failed"] else ""
+            click.echo(f"  benchmark {item['benchmark_id']}: completed {item['completed']}"
+                       f"{failed}, median TTFT {item['median_ttft_ms']} ms{extra}")
+    if verdict == "ERROR":
+        click.echo(f"gate: error: {file}: {problem}; stored as run {run_id} (ERROR)", err=True)
+        sys.exit(EXIT_ERROR)
+    if problem:
+        click.echo(f"gate: warning: {file}: {problem}; stored as run {run_id}, without a "
+                   "verdict like every import", err=True)

@@ -8,7 +8,6 @@ records a host key on purpose, printing its fingerprint to compare out of band.
 from __future__ import annotations
 
 import getpass
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from harness.errors import EXIT_ERROR
 if TYPE_CHECKING:
     from harness.config.inventory import Inventory
 
-SUDO_ENV = "GATE_SUDO_PASSWORD"
+from harness.secrets import SUDO_ENV
 
 
 def _site(config_path: str, inventory_path: str | None) -> tuple[Inventory, Path]:
@@ -54,8 +53,9 @@ def hosts() -> None:
 @click.option("-K", "--ask-sudo-pass", is_flag=True,
               help=f"Prompt for the sudo password (else ${SUDO_ENV}, if set).")
 @click.option("--timeout", default=10.0, show_default=True, help="Connect timeout, seconds.")
-def check(config_path: str, inventory_path: str | None, as_json: bool, names: tuple[str, ...],
-          ask_sudo_pass: bool, timeout: float) -> None:
+@click.pass_obj
+def check(obj: dict[str, object] | None, config_path: str, inventory_path: str | None,
+          as_json: bool, names: tuple[str, ...], ask_sudo_pass: bool, timeout: float) -> None:
     """Per host: reachable, user, auth method, host key, sudo, python, round-trip time.
 
     Exit 0 when every host is fine, 3 otherwise; each problem says what to do next.
@@ -65,8 +65,9 @@ def check(config_path: str, inventory_path: str | None, as_json: bool, names: tu
     inventory, known_hosts = _site(config_path, inventory_path)
     for name in names:
         inventory.host(name)  # an unknown name is a usage error, before connecting
+    given = (obj or {}).get("sudo_password")
     password = (getpass.getpass("sudo password: ") if ask_sudo_pass
-                else os.environ.get(SUDO_ENV))
+                else given if isinstance(given, str) else None)
     statuses = hosts_check(inventory, known_hosts, names=list(names) or None,
                            sudo_password=password, connect_timeout=timeout)
     all_ok = all(s.ok for s in statuses)

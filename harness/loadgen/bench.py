@@ -7,11 +7,13 @@ OpenAI server, serves the model, and the prompts fit its max_model_len.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import UsageError
+from harness.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, StoreError, UsageError
 from harness.loadgen import storage
 from harness.loadgen.engine import Arrival, PhaseResult, run_phase
 from harness.loadgen.probe import ServerInfo, probe_all, require_model
@@ -60,7 +62,37 @@ class BenchOutcome:
     workload: Workload
     infos: list[ServerInfo]
     summary: dict[str, Any]
-    verdict: str
+    verdict: str | None  # a bench is not a gate: None, or ERROR when nothing completed
+    reason: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 every request completed, 2 some failed, 3 none completed."""
+        s = self.result.summary
+        return EXIT_ERROR if s.completed == 0 else EXIT_INCONCLUSIVE if s.failed else 0
+
+
+def outcome(completed: int, failed: int) -> tuple[str | None, str]:
+    """(verdict, reason) stored on a bench run. A bench decides nothing, so it has no
+    verdict (RECORDED, see harness.verdict.effective) unless it failed outright."""
+    if completed == 0:
+        return "ERROR", f"all {failed} requests failed"
+    if failed:
+        return None, f"{failed} of {failed + completed} requests failed"
+    return None, f"{completed} requests completed"
+
+
+@contextmanager
+def left_running(run_id: int, cause: BaseException | None = None) -> Iterator[None]:
+    """A store that fails while a run is open cannot record its end either: say which run
+    is left RUNNING and how to end it once the store is writable again."""
+    try:
+        yield
+    except StoreError as err:
+        raise StoreError(err.message, file=err.file,
+                         hint=(err.hint + "; " if err.hint else "")
+                         + f"run {run_id} is left RUNNING: `gate runs abort {run_id}` "
+                           "ends it once the store is writable") from (cause or err)
 
 
 def _check_fit(specs: list[RequestSpec], infos: list[ServerInfo], max_tokens: int,
@@ -146,23 +178,20 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
                                    seed=o.seed, timeout=o.timeout, warmup=o.warmup,
                                    duration=o.duration, progress=o.progress, on_batch=sink,
                                    slo=o.slo or None, tag=f"gate-r{run_id}")
-        except BaseException:
-            storage.finish(store, run_id, bid, result, status="ABORTED")
-            finish_run(store, run_id, verdict="ERROR", reason="bench interrupted",
-                       status="ABORTED")
+        except BaseException as exc:
+            with left_running(run_id, exc):
+                storage.finish(store, run_id, bid, result, status="ABORTED")
+                finish_run(store, run_id, verdict="ERROR", reason="bench interrupted",
+                           status="ABORTED")
             raise
-        summary = storage.finish(store, run_id, bid, result, sampler=sampler,
-                                 extra={"stored_requests": sink.stored})
-        s = result.summary
-        if s.completed == 0:
-            verdict, reason = "ERROR", f"all {s.failed} requests failed"
-        elif s.failed:
-            verdict, reason = "INCONCLUSIVE", f"{s.failed} of {s.failed + s.completed} failed"
-        else:
-            verdict, reason = "PASS", f"{s.completed} requests completed"
-        finish_run(store, run_id, verdict=verdict, reason=reason, simulated=simulated)
+        with left_running(run_id):
+            summary = storage.finish(store, run_id, bid, result, sampler=sampler,
+                                     extra={"stored_requests": sink.stored})
+            verdict, reason = outcome(result.summary.completed, result.summary.failed)
+            finish_run(store, run_id, verdict=verdict,  # NULL: not a gate
+                       reason=reason, simulated=simulated)
         return BenchOutcome(run_id=run_id, benchmark_id=bid, result=result, workload=wl,
-                            infos=infos, summary=summary, verdict=verdict)
+                            infos=infos, summary=summary, verdict=verdict, reason=reason)
     finally:
         store.close()
 

@@ -77,6 +77,11 @@ def parse_vllm_bench(text: str, file: str = "<input>") -> list[VllmRun]:
             shape = type(obj).__name__
             raise UsageError(f"not a vllm bench serve result (item {i} is a {shape} without "
                              "'completed' and 'duration')", file=file)
+        for key in ("completed", "duration"):
+            value = obj[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise UsageError(f"not a vllm bench serve result (item {i}: {key} is "
+                                 f"{json.dumps(value)[:40]}, not a count / seconds)", file=file)
         scalars = {k: v for k, v in obj.items() if k not in ARRAYS}
         arrays = {k: v for k, v in obj.items() if k in ARRAYS and isinstance(v, list)}
         run = VllmRun(index=i, scalars=scalars, arrays=arrays)
@@ -145,6 +150,39 @@ def _recompute(run: VllmRun, file: str) -> None:
         if not _close(have, mine):
             run.warnings.append(f"{file}[{run.index}]: {key} is {have:.6g} in the file but "
                                 f"{mine:.6g} recomputed from its per-request arrays")
+
+
+def request_counts(run: VllmRun) -> tuple[int, int]:
+    """(completed, failed) requests of one result: vLLM's `failed` when the file has it,
+    else num_prompts - completed, else the failed per-request records."""
+    completed = int(run.scalars["completed"])
+    failed = run.scalars.get("failed")
+    prompts = run.scalars.get("num_prompts")
+    if isinstance(failed, int) and not isinstance(failed, bool) and failed >= 0:
+        return completed, failed
+    if isinstance(prompts, int) and not isinstance(prompts, bool):
+        return completed, max(prompts - completed, 0)
+    return completed, sum(1 for r in run.records if r.ttft is None)
+
+
+def import_outcome(runs: list[VllmRun], name: str) -> tuple[str | None, str, str]:
+    """(verdict, reason, problem) of an import run. An import is not a gate: no verdict,
+    whatever the numbers; ERROR when no request in the file completed, since then nothing
+    was measured. `problem` is what the user is told on stderr ('' when nothing failed)."""
+    counts = [request_counts(r) for r in runs]
+    completed = sum(c for c, _ in counts)
+    failed = sum(f for _, f in counts)
+    total = completed + failed
+    what = f"imported {len(runs)} vllm bench result(s) from {name}"
+    if completed == 0:
+        problem = f"every request failed (completed 0 of {total})"
+        return "ERROR", f"{problem}; {what}", problem
+    if failed:
+        empty = sum(1 for c, _ in counts if c == 0)
+        problem = f"{failed} of {total} requests failed" + (
+            f" ({empty} of {len(runs)} results completed none)" if empty else "")
+        return None, f"{problem}; {what}", problem
+    return None, f"{completed} requests completed; {what}", ""
 
 
 def benchmark_params(run: VllmRun) -> dict[str, Any]:

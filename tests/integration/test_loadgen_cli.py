@@ -49,7 +49,9 @@ def test_bench_prints_vllm_block_and_stores_the_run(tmp_path: Path) -> None:
     assert srv.arrivals == 14
     store = Store(f"sqlite:///{db}")
     run = runs(store, kind="bench")[-1]
-    assert run.status == "FINISHED" and run.verdict == "PASS"
+    # a bench is not a gate: no verdict, a reason saying what it did (never PASS)
+    assert run.status == "FINISHED" and run.verdict is None
+    assert run.reason == "12 requests completed"
     (b,) = benchmarks(store, run.id)
     assert b.tier == 3 and b.params["calibrated"] is True and b.params["requests"] == 12
     assert b.summary["completed"] == 12 and b.summary["stored_requests"] == 14
@@ -78,7 +80,10 @@ def test_bench_json_counts_failures_by_kind_and_exits_2(tmp_path: Path) -> None:
     s = doc["summary"]
     assert s["completed"] == 8 and s["failed"] == 4
     assert s["failed_by_kind"] == {"http_500": 1, "cut": 1, "bad_chunk": 1, "no_text": 1}
-    assert doc["verdict"] == "INCONCLUSIVE" and s["stored_requests"] == 12
+    assert doc["verdict"] is None and s["stored_requests"] == 12
+    assert doc["reason"] == "4 of 12 requests failed"
+    (run,) = runs(Store(f"sqlite:///{tmp_path / 'g.db'}"), kind="bench")
+    assert run.verdict is None and run.reason == "4 of 12 requests failed"
 
 
 def test_two_urls_split_the_load(tmp_path: Path) -> None:
@@ -136,7 +141,10 @@ def test_import_every_vllm_bench_variant(tmp_path: Path, name: str, n: int) -> N
     assert len(doc["benchmarks"]) == n
     store = Store(f"sqlite:///{db}")
     (run,) = runs(store, kind="import")
-    assert run.verdict == "PASS" and run.args == ["vllm-bench", str(FIX / name)]
+    assert run.verdict is None and run.args == ["vllm-bench", str(FIX / name)]
+    assert run.reason == (f"{8 * n} requests completed; imported {n} vllm bench result(s) "
+                          f"from {name}")
+    assert doc["verdict"] is None and doc["reason"] == run.reason
     bs = benchmarks(store, run.id)
     assert [b.driver for b in bs] == ["vllm-bench"] * n
     assert bs[0].summary["completed"] == 8 and bs[0].tier == 2
@@ -210,3 +218,85 @@ def test_trace_replay_keeps_the_traces_arrival_times(tmp_path: Path) -> None:
     sched = [r["scheduled"] for r in requests(store, b.id)]
     gaps = [y - x for x, y in itertools.pairwise(sched)]
     assert len(sched) == 5 and all(abs(g - 0.1) < 0.03 for g in gaps)
+
+
+def test_bench_where_every_request_failed_is_error_exit_3(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    with running_server(ServerConfig(faults=dict.fromkeys(range(6), "http_500"))) as (url, _):
+        out = gate(db, *bench_args(url, "--requests", "6", "--json", "--no-progress"))
+    assert out.returncode == 3, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["verdict"] == "ERROR" and doc["reason"] == "all 6 requests failed"
+    (run,) = runs(Store(f"sqlite:///{db}"), kind="bench")
+    assert (run.status, run.verdict, run.reason) == ("FINISHED", "ERROR", "all 6 requests failed")
+
+
+def all_failed_copy(tmp_path: Path) -> Path:
+    """The real capture, edited the way vLLM writes a run whose every request failed:
+    completed 0, failed = num_prompts, and the aggregates of no request (vLLM's
+    calculate_metrics gives 0 for them)."""
+    doc = json.loads((FIX / "vllm-bench-serve-result_er0080_v0.25.1_opt125m.json").read_text())
+    doc.update(completed=0, failed=doc["num_prompts"], total_input_tokens=0,
+               total_output_tokens=0)
+    for key, value in doc.items():
+        if key.endswith(("_ms", "_throughput")) or key in ("request_goodput",
+                                                            "max_output_tokens_per_s"):
+            doc[key] = 0.0 if isinstance(value, float) else value
+    path = tmp_path / "all-failed.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_import_where_every_request_failed_is_error_exit_3(tmp_path: Path) -> None:
+    db, path = tmp_path / "g.db", all_failed_copy(tmp_path)
+    out = gate(db, "import", "vllm-bench", str(path))
+    assert out.returncode == 3, out.stderr
+    errors = [x for x in out.stderr.splitlines() if x.startswith("gate: error:")]
+    assert errors == [f"gate: error: {path}: every request failed (completed 0 of 8); "
+                      "stored as run 1 (ERROR)"], out.stderr
+    (run,) = runs(Store(f"sqlite:///{db}"), kind="import")
+    assert (run.status, run.verdict) == ("FINISHED", "ERROR")
+    assert run.reason.startswith("every request failed (completed 0 of 8); imported 1 vllm")
+    listed = json.loads(gate(db, "runs", "list", "--json").stdout)
+    assert listed[0]["effective_verdict"] == "ERROR"
+
+
+def test_import_where_some_requests_failed_warns_and_has_no_verdict(tmp_path: Path) -> None:
+    doc = json.loads((FIX / "vllm-bench-serve-result_er0080_v0.25.1_opt125m.json").read_text())
+    doc.update(completed=6, failed=2)
+    path = tmp_path / "some-failed.json"
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "g.db"
+    out = gate(db, "import", "vllm-bench", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert f"gate: warning: {path}: 2 of 8 requests failed; stored as run 1" in out.stderr
+    assert json.loads(out.stdout)["verdict"] is None
+    (run,) = runs(Store(f"sqlite:///{db}"), kind="import")
+    assert run.verdict is None and run.reason.startswith("2 of 8 requests failed; imported")
+
+
+def test_runs_list_shows_imports_and_benches_as_recorded_never_pass(site_dir: Path) -> None:
+    """`gate runs list` says `recorded` for a finished bench / import, also for one an
+    older harness stored as PASS; `gate status` counts only gate runs."""
+    db = site_dir / "g.db"
+    assert gate(db, "import", "vllm-bench", str(FIX / "vllm-bench-sweep-run0_er0080_v0.25.1.json"),
+                "-c", str(site_dir / "gate.yaml")).returncode == 0
+    store = Store(f"sqlite:///{db}")
+    from harness.store.runs import NewRun, finish_run, start_run
+
+    old = start_run(store, NewRun(campaign="test-campaign", site="test-site", customer="",
+                                  kind="bench"))
+    finish_run(store, old, verdict="PASS", reason="12 requests completed")  # an older harness
+    store.close()
+    table = gate(db, "runs", "list")
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if line.startswith("│ ")]
+    assert [r.split("│")[5].strip() for r in rows if r.split("│")[1].strip()] == [
+        "recorded", "recorded"], table.stdout
+    assert "PASS" not in table.stdout
+    listed = json.loads(gate(db, "runs", "list", "--json").stdout)
+    assert [d["effective_verdict"] for d in listed] == ["RECORDED", "RECORDED"]
+    shown = gate(db, "runs", "show", str(old))
+    assert shown.stdout.startswith(f"run {old} bench : recorded - 12 requests completed")
+    status = json.loads(gate(db, "status", "-c", str(site_dir / "gate.yaml"), "--json").stdout)
+    assert [g["verdict"] for g in status["gates"]] == ["not run"] * 4

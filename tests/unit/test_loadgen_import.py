@@ -13,7 +13,13 @@ from harness.loadgen.engine import PhaseResult
 from harness.loadgen.metrics import summarize
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.report import to_vllm_json
-from harness.loadgen.vllm_import import benchmark_params, parse_vllm_bench, records_from_arrays
+from harness.loadgen.vllm_import import (
+    benchmark_params,
+    import_outcome,
+    parse_vllm_bench,
+    records_from_arrays,
+    request_counts,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "loadgen"
 SERVE = FIX / "vllm-bench-serve-result_er0080_v0.25.1_opt125m.json"
@@ -117,3 +123,34 @@ def test_arrays_of_different_lengths_warn() -> None:
     doc["ttfts"] = doc["ttfts"][:-1]  # type: ignore[index]
     runs = parse_vllm_bench(json.dumps(doc), "short.json")
     assert runs[0].warnings and "differ in length" in runs[0].warnings[0]
+
+
+def test_an_import_has_no_verdict_unless_nothing_completed() -> None:
+    """An import is not a gate: no verdict, whatever its numbers; ERROR only when no
+    request in the file completed (nothing was measured)."""
+    sweep = json.loads(SWEEP.read_text())
+    assert import_outcome(parse_vllm_bench(json.dumps(sweep), "s.json"), "s.json") == (
+        None, "16 requests completed; imported 2 vllm bench result(s) from s.json", "")
+    sweep[1].update(completed=0, failed=8)  # one point of the sweep failed outright
+    verdict, reason, problem = import_outcome(parse_vllm_bench(json.dumps(sweep)), "s.json")
+    assert verdict is None and problem == "8 of 16 requests failed (1 of 2 results completed none)"
+    assert reason == f"{problem}; imported 2 vllm bench result(s) from s.json"
+    sweep[0].update(completed=0, failed=8)
+    verdict, _, problem = import_outcome(parse_vllm_bench(json.dumps(sweep)), "s.json")
+    assert verdict == "ERROR" and problem == "every request failed (completed 0 of 16)"
+
+
+def test_failed_counts_without_vllms_failed_field() -> None:
+    doc = json.loads(SERVE.read_text())
+    del doc["failed"]
+    doc["completed"] = 5
+    (run,) = parse_vllm_bench(json.dumps(doc))
+    assert request_counts(run) == (5, 3)  # num_prompts 8 - completed 5
+
+
+@pytest.mark.parametrize("bad", ['"8"', "-1", "true", "NaN"])
+def test_counts_that_are_not_numbers_are_usage_errors(bad: str) -> None:
+    text = SERVE.read_text().replace('"completed": 8', f'"completed": {bad}')
+    assert f'"completed": {bad}' in text
+    with pytest.raises(UsageError, match=r"item 0: completed is .*, not a count / seconds"):
+        parse_vllm_bench(text, "f.json")
