@@ -19,11 +19,15 @@ class GateState:
     latest_any: RunRow | None  # latest run of any kind (partial / running included)
 
 
-def gate_states(store: Store, campaign: str, *, include_simulated: bool = True
-                ) -> list[GateState]:
+def gate_states(store: Store, campaign: str, *, include_simulated: bool = True,
+                custom_suites: bool = False) -> list[GateState]:
+    """Each gate's standing run. A run of another suite than the packaged one (the
+    harness's own tests) never stands for a gate; with `custom_suites` only such runs
+    count (they may open each other, for the tests of the gate order)."""
     states = []
     for gate in GATES:
-        history = store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
+        history = [r for r in store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
+                   if bool(r.suite) == custom_suites]
         counted = [r for r in history if not r.partial and r.status != "RUNNING"
                    and (include_simulated or not r.simulated)]
         latest = counted[-1] if counted else None
@@ -33,11 +37,13 @@ def gate_states(store: Store, campaign: str, *, include_simulated: bool = True
 
 
 def check_prerequisites(store: Store, campaign: str, gate: str, *,
-                        simulated: bool = False) -> None:
+                        simulated: bool = False, custom_suite: bool = False) -> None:
     """Refuse (exit 4) unless every earlier gate's latest non-partial run is PASS. A run
-    against simulated hardware satisfies only a simulated campaign, never a real one."""
+    against simulated hardware satisfies only a simulated campaign, never a real one; a
+    custom suite's run satisfies only another custom suite's."""
     earlier = GATES[: GATES.index(gate)]
-    states = {s.gate: s for s in gate_states(store, campaign, include_simulated=simulated)}
+    states = {s.gate: s for s in gate_states(store, campaign, include_simulated=simulated,
+                                             custom_suites=custom_suite)}
     for g in earlier:
         state = states[g]
         if state.verdict != "PASS":

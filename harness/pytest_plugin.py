@@ -62,14 +62,10 @@ class GateContext:
     resume_from: int | None = None
     dry_run: bool = False
     simulated: bool = False
+    # Taken from the environment when the command line started (harness/secrets.py);
+    # never in the config, never stored, never inherited by a child process.
+    sudo_password: str | None = field(default=None, repr=False)
     pool: Any = None  # harness.transport.TransportPool, created lazily
-
-    @property
-    def sudo_password(self) -> str | None:
-        """From the environment only (never the config, never stored)."""
-        import os
-
-        return os.environ.get("GATE_SUDO_PASSWORD") or None
 
     def transport_pool(self) -> Any:
         if self.pool is None:
@@ -98,6 +94,9 @@ class Tally:
     deselected: int = 0
     interrupted: bool = False
     reported: set[str] = field(default_factory=set)  # nodeids with an outcome row
+    ids: set[str] = field(default_factory=set)  # check ids (test_cell[TP8-c4]) with a row
+    collected_ids: list[str] = field(default_factory=list)
+    deselected_ids: list[str] = field(default_factory=list)
 
 
 def _short(exc: BaseException) -> str:
@@ -112,6 +111,7 @@ class GatePlugin:
         self.ctx = ctx
         self.tally = Tally()
         self.progress = progress
+        self.started = time.time()  # a resumed run's checks replace its earlier attempt's
 
     # -- fixtures -------------------------------------------------------------------------
     @pytest.fixture(scope="session")
@@ -162,9 +162,11 @@ class GatePlugin:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tally.deselected += len(items)
+        self.tally.deselected_ids += [item.name for item in items]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.collected = len(session.items)
+        self.tally.collected_ids = [item.name for item in session.items]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -212,6 +214,7 @@ class GatePlugin:
         if verdict is None:
             return
         name = getattr(item, "originalname", item.name)
+        self.tally.ids.add(item.name)
         self._record(item.nodeid, name, recorder.host, verdict, message, report.when,
                      report.duration, recorder)
 
@@ -244,6 +247,7 @@ class GatePlugin:
             outcome=verdict.value if isinstance(verdict, Verdict) else verdict, message=message,
             expected=recorder.expected if recorder else "",
             measured=recorder.measured if recorder else "", stage=stage, duration=duration,
+            attempt_started=self.started if self.ctx.resume_from is not None else None,
         )
         if self.progress is not None:
             self.progress(name, host, verdict, message)

@@ -2,11 +2,19 @@
 
 The run row and the campaign lock are created together; a heartbeat thread keeps the lock
 fresh; Ctrl-C or SIGTERM ends the run ABORTED (verdict ERROR) with everything measured kept.
+
+A gate's PASS needs its whole plan executed and decided: the packaged suite declares the
+checks it must produce for this config (`expected_checks`), and the stored checks are
+compared with that list. Pass-through pytest arguments are an allowlist
+(harness/pytest_args.py). Another suite (`suite_dir`, the harness's own tests) is
+recorded on the run and never stands as a gate's verdict.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
+import importlib
 import importlib.resources
 import os
 import signal
@@ -20,18 +28,17 @@ from typing import Any
 
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.loader import LoadedConfig
-from harness.errors import UsageError
+from harness.errors import InfrastructureError, UsageError
+from harness.pytest_args import PassThrough, check_pytest_args
 from harness.pytest_plugin import GateContext, GatePlugin
 from harness.store import Store
 from harness.store import runs as store_runs
-from harness.verdict import GATES, Verdict, combine
+from harness.verdict import GATES, SIGNOFF_REASON, Verdict, combine
 
 SUITES = {"G1": "g1_arrival", "G2": "g2_baseline", "G3": "g3_main", "G4": "g4_stability"}
 # What each gate needs from the inventory before it can start.
 REQUIRED_GROUPS = {"G1": ("gpu",), "G2": ("gpu",), "G3": (), "G4": ("gpu",)}
 HEARTBEAT_EVERY = 15.0
-DESELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise",
-               "--ignore", "--ignore-glob", "-x", "--exitfirst", "--maxfail")
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,7 @@ class RunRequest:
     operator: str = ""
     resume_run: int | None = None
     dry_run: bool = False
+    sudo_password: str | None = field(default=None, repr=False)  # never from the environment
 
 
 @dataclass
@@ -80,8 +88,18 @@ def suite_path(gate: str) -> Path:
     return path
 
 
-def _deselects(args: Sequence[str]) -> bool:
-    return any(a == d or a.startswith(d + "=") for a in args for d in DESELECTING)
+def suite_module(gate: str) -> Any:
+    """The packaged suite's package: it declares the suite's plan (`expected_checks`) and
+    which settings weaken its verdict (`weakened`)."""
+    return importlib.import_module(f"harness.gates.{SUITES[gate]}")
+
+
+def suite_digest(path: Path) -> str:
+    """`path sha256:...` of a custom suite's files, recorded on its run."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts):
+        h.update(f.relative_to(path).as_posix().encode() + b"\0" + f.read_bytes())
+    return f"{path.resolve()} sha256:{h.hexdigest()[:16]}"
 
 
 class _Heartbeat(threading.Thread):
@@ -115,29 +133,55 @@ def prepare_inventory(req: RunRequest) -> Inventory:
     return inventory
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What the run must produce: the suite's declared check ids (None: a custom suite,
+    whose plan is what it collects) and the settings that weaken a PASS."""
+
+    checks: tuple[str, ...] | None
+    weakened: tuple[str, ...] = ()
+
+
+def gate_plan(req: RunRequest, inventory: Inventory) -> Plan:
+    if req.suite_dir is not None:
+        return Plan(None)
+    module = suite_module(req.gate)
+    declared = getattr(module, "expected_checks", None)
+    if declared is None:  # a packaged suite without a plan could never prove its PASS
+        raise InfrastructureError(f"the {req.gate} suite declares no plan", stage="plan")
+    weakened = getattr(module, "weakened", None)
+    return Plan(tuple(declared(req.loaded.config, inventory)),
+                tuple(weakened(req.loaded.config)) if weakened is not None else ())
+
+
 def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> RunOutcome:
     from harness.campaign import check_prerequisites
 
+    passthrough = check_pytest_args(req.pytest_args)
     suite = req.suite_dir or suite_path(req.gate)
     inventory = prepare_inventory(req)
+    plan = gate_plan(req, inventory)
     cfg = req.loaded.config
+    custom = suite_digest(suite) if req.suite_dir is not None else ""
     if not req.forced and req.resume_run is None:
-        check_prerequisites(req.store, cfg.campaign.name, req.gate, simulated=cfg.simulated)
+        check_prerequisites(req.store, cfg.campaign.name, req.gate, simulated=cfg.simulated,
+                            custom_suite=bool(custom))
     run_id = req.resume_run or store_runs.start_gate_run(req.store, store_runs.NewRun(
         campaign=cfg.campaign.name, site=cfg.site.name, customer=cfg.site.customer,
         kind="gate", gate=req.gate, forced=req.forced, trigger=req.trigger,
         simulated=cfg.simulated, config_hash=req.loaded.digest(),
         config_json=req.loaded.config.model_dump(mode="json"),
         operator=req.operator or cfg.campaign.operator or getpass.getuser(),
-        hosts=tuple(inventory.hosts), args=tuple(req.pytest_args),
+        hosts=tuple(inventory.hosts), args=tuple(req.pytest_args), suite=custom,
+        plan=plan.checks,
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)
     optional = getattr(cfg.gates, req.gate.lower()).optional
     ctx = GateContext(gate=req.gate, run_id=run_id, store=req.store, loaded=req.loaded,
                       inventory=inventory, artifact_dir=artifact_dir, optional=tuple(optional),
-                      suite_dir=suite,
-                      resume_from=req.resume_run, dry_run=req.dry_run, simulated=cfg.simulated)
+                      suite_dir=suite, resume_from=req.resume_run, dry_run=req.dry_run,
+                      simulated=cfg.simulated, sudo_password=req.sudo_password)
     plugin = GatePlugin(ctx, progress=progress)
     beat = _Heartbeat(req.store, run_id)
     beat.start()
@@ -159,35 +203,78 @@ def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> Ru
         beat.stop()
         if ctx.pool is not None:
             ctx.pool.close()
-    return _finish(req, ctx, plugin, interrupted, code if not interrupted else None)
+    return _finish(req, ctx, plugin, _Judged(plan, passthrough, interrupted,
+                                             code if not interrupted else None))
 
 
-def _finish(req: RunRequest, ctx: GateContext, plugin: GatePlugin, interrupted: bool,
-            code: Any) -> RunOutcome:
-    tally = plugin.tally
-    partial = tally.deselected > 0 or _deselects(req.pytest_args)
-    total = tally.collected + tally.deselected
+@dataclass(frozen=True)
+class _Judged:
+    plan: Plan
+    passthrough: PassThrough
+    interrupted: bool
+    code: Any
+
+
+def _short_list(ids: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _judge(tally: Any, j: _Judged) -> tuple[Verdict, str, bool, int, int]:
+    """(verdict, reason, partial, checks selected, checks planned) from what the suite
+    stored, held against what it had to produce. Nothing here can raise a verdict."""
     verdict, reason = combine(tally.outcomes)
-    status = "FINISHED"
-    if interrupted:
-        verdict, reason, status = Verdict.ERROR, "aborted (interrupted)", "ABORTED"
-    elif code == 4:  # pytest usage error: our own args were wrong
-        verdict, reason = Verdict.ERROR, "pytest refused its arguments (see stderr)"
-    elif code not in (0, 1, 5):  # internal error (a hook raised): the rest never ran
-        verdict, reason = Verdict.ERROR, f"pytest stopped abnormally (exit {int(code)})"
-    elif code != 5 and len(tally.reported) < tally.collected:
-        missing = tally.collected - len(tally.reported)
-        verdict, reason = Verdict.ERROR, f"{missing} of {tally.collected} checks reported nothing"
-    elif not reason and verdict is not Verdict.PASS:
+    expected = list(j.plan.checks) if j.plan.checks is not None else \
+        [*tally.collected_ids, *tally.deselected_ids]
+    missing = [c for c in expected if c not in tally.ids]
+    outside = sorted(tally.ids - set(expected)) if j.plan.checks is not None else []
+    partial = bool(missing) and (j.passthrough.selecting or tally.deselected > 0)
+    selected, total = len(expected) - len(missing), len(expected)
+    if j.code == 4:  # pytest usage error: our own args were wrong
+        return Verdict.ERROR, "pytest refused its arguments (see stderr)", partial, \
+            selected, total
+    if j.code not in (0, 1, 5):  # internal error (a hook raised): the rest never ran
+        return Verdict.ERROR, f"pytest stopped abnormally (exit {int(j.code)})", partial, \
+            selected, total
+    if outside:
+        return Verdict.ERROR, f"checks outside the suite's plan: {_short_list(outside)}", \
+            partial, selected, total
+    if missing and not partial:
+        return Verdict.ERROR, (f"the plan was not executed: {len(missing)} of {total} planned "
+                               f"checks produced no result ({_short_list(missing)})"), \
+            partial, selected, total
+    if not reason and verdict is not Verdict.PASS:
         reason = "; ".join(tally.reasons[:5])
-    needs_signoff = (verdict is Verdict.INCONCLUSIVE and tally.signoff_only
-                     and not interrupted)
-    if needs_signoff:
-        from harness.verdict import SIGNOFF_REASON
+    if partial and verdict in (Verdict.PASS, Verdict.INCONCLUSIVE):
+        # A partial run is never a gate's PASS, whatever the checks it ran said.
+        verdict = Verdict.INCONCLUSIVE
+        reason = f"PARTIAL: {selected} of {total} planned checks ran" + \
+            (f"; {reason}" if reason else "")
+    return verdict, reason, partial, selected, total
 
+
+def _finish(req: RunRequest, ctx: GateContext, plugin: GatePlugin, j: _Judged) -> RunOutcome:
+    tally = plugin.tally
+    if j.interrupted:
+        verdict, reason, partial, selected, total = (
+            Verdict.ERROR, "aborted (interrupted)", False, len(tally.ids),
+            len(j.plan.checks) if j.plan.checks is not None else tally.collected)
+    else:
+        verdict, reason, partial, selected, total = _judge(tally, j)
+    status = "ABORTED" if j.interrupted else "FINISHED"
+    needs_signoff = (verdict is Verdict.INCONCLUSIVE and tally.signoff_only and not partial
+                     and not j.interrupted)
+    if needs_signoff:
         reason = SIGNOFF_REASON
+    if j.plan.weakened and (verdict is Verdict.PASS or needs_signoff):
+        from harness.config.decision import WEAKENED_REASON
+
+        # Settings weaker than the defaults: a PASS stands only once a reviewer signs.
+        verdict, needs_signoff = Verdict.INCONCLUSIVE, True
+        reason = "; ".join([r for r in (reason, WEAKENED_REASON) if r]) + \
+            " (" + "; ".join(j.plan.weakened) + ")"
     store_runs.finish_run(req.store, ctx.run_id, verdict=verdict.value, reason=reason,
-                          status=status, partial=partial, selected=tally.collected, total=total,
+                          status=status, partial=partial, selected=selected, total=total,
                           needs_signoff=needs_signoff)
     return RunOutcome(run_id=ctx.run_id, verdict=verdict, reason=reason, status=status,
                       partial=partial, needs_signoff=needs_signoff, checks=len(tally.outcomes),

@@ -53,6 +53,8 @@ class NewRun:
     hosts: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
     artifact_dir: str = ""
+    suite: str = ""  # a custom suite's path and digest (tests); never a gate's verdict
+    plan: tuple[str, ...] | None = None  # the check ids the suite declared
 
 
 def _now() -> float:
@@ -98,7 +100,8 @@ def _run_row(cid: int, new: NewRun, now: float) -> RunRow:
         config_json=new.config_json or {}, operator=new.operator, hosts=list(new.hosts),
         args=list(new.args), pid=os.getpid(), hostname=socket.gethostname(),
         artifact_dir=new.artifact_dir, started_at=now, heartbeat_at=now,
-        harness_version=_version(),
+        harness_version=_version(), suite=new.suite,
+        plan=list(new.plan) if new.plan is not None else None,
     )
 
 
@@ -129,12 +132,32 @@ def start_gate_run(store: Store, new: NewRun) -> int:
 
 def _refuse(store: Store, campaign: int) -> None:
     holder = lock_holder(store, campaign)
-    held = f"run {holder.run_id} (pid {holder.pid} on {holder.hostname})" if holder else "a run"
+    if holder is None:
+        raise LockError("campaign is busy: a run is running", hint="see `gate runs list`")
+    held = f"run {holder.run_id} (pid {holder.pid} on {holder.hostname})"
+    if process_alive(holder.pid, holder.hostname) is False:
+        raise LockError(f"campaign is held by {held}, whose process is gone",
+                        hint=gone_hint(holder.run_id)) from None
     raise LockError(
         f"campaign is busy: {held} is running",
-        hint=f"wait for it, or if its process is gone: gate runs abort "
-             f"{holder.run_id if holder else 'RUN'}",
+        hint=f"wait for it, or if its process is gone: gate runs abort {holder.run_id}",
     ) from None
+
+
+def gone_hint(run_id: int) -> str:
+    return (f"continue it with `gate resume {run_id}` (G3), or end it with "
+            f"`gate runs abort {run_id}` (results kept)")
+
+
+def liveness(run: RunRow) -> str:
+    """For a RUNNING run: 'alive', 'gone' (its process is not on this host any more) or
+    'elsewhere' (it runs on another host; judge by its heartbeat). '' otherwise."""
+    if run.status != "RUNNING":
+        return ""
+    alive = process_alive(run.pid or -1, run.hostname)
+    if alive is None:
+        return "elsewhere"
+    return "alive" if alive else "gone"
 
 
 def acquire_lock(store: Store, campaign: int, run_id: int) -> None:
@@ -165,7 +188,8 @@ def release_lock(store: Store, run_id: int) -> None:
         s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
 
 
-def finish_run(store: Store, run_id: int, *, verdict: str, reason: str, status: str = "FINISHED",
+def finish_run(store: Store, run_id: int, *, verdict: str | None, reason: str,
+               status: str = "FINISHED",
                partial: bool = False, selected: int = 0, total: int = 0,
                needs_signoff: bool = False, simulated: bool | None = None) -> None:
     values: dict[str, Any] = dict(
@@ -228,8 +252,16 @@ def get_run(store: Store, run_id: int) -> RunRow:
 
 def record_check(store: Store, run_id: int, *, nodeid: str, name: str, host: str | None,
                  outcome: str, message: str = "", expected: str = "", measured: str = "",
-                 stage: str = "call", duration: float = 0.0) -> None:
+                 stage: str = "call", duration: float = 0.0,
+                 attempt_started: float | None = None) -> None:
+    """Store a check's outcome. A resumed run runs its checks again: the row an earlier
+    attempt stored for the same check (finished before `attempt_started`) is replaced,
+    so a check is counted once."""
     with store.session() as s:
+        if attempt_started is not None:
+            s.execute(delete(CheckRow).where(CheckRow.run_id == run_id,
+                                             CheckRow.nodeid == nodeid,
+                                             CheckRow.finished_at < attempt_started))
         s.add(CheckRow(run_id=run_id, nodeid=nodeid, name=name, host=host, outcome=outcome,
                        message=message[:20000], expected=expected, measured=measured,
                        stage=stage, duration=duration, finished_at=_now()))
@@ -260,9 +292,17 @@ def campaign_names(store: Store) -> list[str]:
 
 
 def add_signoff(store: Store, run_id: int, *, role: str, name: str, note: str) -> None:
+    """Record a sign-off with who ran the command, and where, beside the name given."""
+    import getpass
+
     get_run(store, run_id)
+    try:
+        os_user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's arbitrary uid)
+        os_user = f"uid {os.getuid()}"
     with store.session() as s:
-        s.add(SignoffRow(run_id=run_id, role=role, name=name, note=note, at=_now()))
+        s.add(SignoffRow(run_id=run_id, role=role, name=name, note=note, at=_now(),
+                         os_user=os_user, hostname=socket.gethostname()))
 
 
 def signoffs(store: Store, run_id: int) -> list[SignoffRow]:
@@ -276,7 +316,7 @@ def effective_verdict(store: Store, run: RunRow) -> str:
     new result needs a new sign-off)."""
     signed = any(x.role == "reviewer" and run.finished_at is not None
                  and x.at >= run.finished_at for x in signoffs(store, run.id))
-    return effective(run.verdict, run.needs_signoff, signed, run.status)
+    return effective(run.verdict, run.needs_signoff, signed, run.status, kind=run.kind)
 
 
 def add_event(store: Store, run_id: int, *, source: str, name: str, host: str | None,
