@@ -10,8 +10,10 @@ The synthetic world (all knobs on the command line):
                      arms of a pair (they run back to back), on TTFT and on throughput
   independent drift  per arm and repetition, log-sd --indep (0.02), on TTFT and throughput
   throughput noise   per arm and repetition, log-sd --thr-noise (0.01) on top
-  failures           per trial a rate in U(0.5 %, 2 %), same for both arms; a failed
-                     request is +inf TTFT and produces no tokens
+  failures           per trial a rate in U(0.5 %, 2 %) x --fail-scale (1), same for both
+                     arms; a failed request is +inf TTFT and produces no tokens; a phase
+                     with more than --max-failed-share (the gate's 2 %) failed requests
+                     blocks the decision, as the gate's guard does
   requests per rep   4 x concurrency: 16 / 32 / 64 for tiers 4 / 8 / 16
 
 Goals (issue 7): true drop 0 -> never PASS; drop exactly 0.25 (gain comfortably
@@ -29,10 +31,11 @@ import math
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.config.models import G3
 from harness.stats import Criteria, RepSample, decide_looks, planned_looks
 from harness.stats.bootstrap import Arm, paired_bootstrap, within_only
 from harness.stats.spending import LookPlan, Spending, look_plan
@@ -43,6 +46,12 @@ OUT_TOKENS = 128        # output tokens per completed request
 BASE_TTFT = 2.0         # s, baseline median TTFT
 BASE_THR = 1000.0       # tok/s, baseline throughput
 
+_DEFAULTS = G3()  # the decision settings a site gets unless it changes them
+SEED = Criteria(ttft_p50_drop=_DEFAULTS.thresholds.ttft_p50_drop,
+                throughput_gain=_DEFAULTS.thresholds.throughput_gain,
+                band_top=_DEFAULTS.thresholds.band_top,
+                max_failed_share=_DEFAULTS.evidence.max_failed_share)
+
 
 @dataclass(frozen=True)
 class World:
@@ -50,6 +59,8 @@ class World:
     shared: float
     indep: float
     thr_noise: float
+    fail_scale: float = 1.0
+    max_failed_share: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,7 @@ SCENARIOS = (
 def simulate(rng: np.random.Generator, world: World, m: int, drop: float, gain: float,
              pairs: int = MAX_REPS) -> tuple[list[RepSample], list[RepSample]]:
     """`pairs` repetition pairs of one cell."""
-    fail = rng.uniform(0.005, 0.02)
+    fail = rng.uniform(0.005, 0.02) * world.fail_scale
     base: list[RepSample] = []
     acc: list[RepSample] = []
     for _ in range(pairs):
@@ -96,7 +107,8 @@ def run_trial(args: tuple[int, World, int, Scenario, LookPlan]) -> tuple[str, bo
     looks = list(plan.looks)
     base, acc = simulate(rng, world, m, sc.drop, sc.gain, looks[-1])
     # what the gate does: look after each planned pair count, stop at the first final one
-    last = decide_looks(base, acc, Criteria(), look=looks[-1], looks=looks, seed=seed,
+    crit = replace(SEED, max_failed_share=world.max_failed_share)
+    last = decide_looks(base, acc, crit, look=looks[-1], looks=looks, seed=seed,
                         confidence=1.0 - plan.budget, spending=plan.spending, plan=plan)[-1]
     return last.verdict.value, last.needs_signoff, last.repetitions
 
@@ -133,6 +145,11 @@ def main() -> None:
     ap.add_argument("--shared", type=float, default=0.10)
     ap.add_argument("--indep", type=float, default=0.02)
     ap.add_argument("--thr-noise", type=float, default=0.01)
+    ap.add_argument("--fail-scale", type=float, default=1.0,
+                    help="scale the per-trial failure rate U(0.5 %%, 2 %%) (0: no failures)")
+    ap.add_argument("--max-failed-share", type=float,
+                    default=_DEFAULTS.evidence.max_failed_share,
+                    help="the failed-request guard (the gate's default %(default)s)")
     ap.add_argument("--scenarios", default="", help="comma list of scenario indexes")
     ap.add_argument("--spending", default=Spending.OBRIEN_FLEMING.value,
                     choices=[s.value for s in Spending])
@@ -145,13 +162,15 @@ def main() -> None:
     if opts.looks_every > 1:  # a sparser schedule, always ending at max-reps
         looks = sorted({*looks[::opts.looks_every], looks[-1]})
     plan = look_plan(looks, opts.confidence, Spending(opts.spending))
-    world = World(opts.sigma, opts.shared, opts.indep, opts.thr_noise)
+    world = World(opts.sigma, opts.shared, opts.indep, opts.thr_noise, opts.fail_scale,
+                  opts.max_failed_share)
     chosen = [SCENARIOS[int(i)] for i in opts.scenarios.split(",")] if opts.scenarios \
         else list(SCENARIOS)
     print(f"bootstrap 2000 x 8 reps x 64 requests (two-stage + within pass): "
           f"{speed() * 1000:.0f} ms")
     print(f"world: sigma={world.sigma} shared={world.shared} indep={world.indep} "
-          f"thr_noise={world.thr_noise}; looks {list(plan.looks)}, {plan.spending.value}; "
+          f"thr_noise={world.thr_noise} failures x{world.fail_scale:g} guard "
+          f"{world.max_failed_share:g}; looks {list(plan.looks)}, {plan.spending.value}; "
           f"{opts.trials} trials per row, x2 on the edge rows")
     print("t critical per look: " + ", ".join(f"{c:.2f}" for c in plan.critical)
           + "; nominal one-sided: " + ", ".join(f"{p:.4f}" for p in plan.nominal))

@@ -66,11 +66,16 @@ def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
         # Engines fork from the demo's pre-imported spawner (restart reuses it); once the
         # demo is over and the spawner gone, these commands start new interpreters instead.
         start = [*common, "--spawner", str(root / SPAWNER_SOCKET)]
+        # The only differences G3 accepts between the arms' running engines: the tier
+        # switch, the tier's directory, each arm's own state path (docs/g3.md).
+        differs = ("    differs_by: [\"argv:--external-tier\", \"argv:--tier-dir\", "
+                   "\"argv:--url-file\", \"server:gate_sim*external_tier\"]\n"
+                   if tier_on else "")
         return (f"  {name}:\n"
                 f"    start: {{command: {_engine_cmd('start', state, start)}}}\n"
                 f"    stop: {{command: {_engine_cmd('stop', state, [])}}}\n"
                 f"    restart: {{command: {_engine_cmd('restart', state, [])}}}\n"
-                f"    health_timeout: 60\n")
+                f"    health_timeout: 60\n{differs}")
 
     return f"""\
 # Written by `gate demo`: a simulated lab on this machine ({scenario} scenario,

@@ -1,5 +1,5 @@
 """G3 fixtures: the session that drives arms, load and evidence; cells parametrized from
-the site config at collection time."""
+the site config at collection time (the same functions declare the suite's plan)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pytest
 
 from harness.errors import InfrastructureError
 from harness.g3.arms import ArmControl, transport_action_runner
-from harness.g3.plan import cells
+from harness.g3.engines import EngineWatch, clean_slate
+from harness.g3.plan import cells, layouts
 from harness.g3.session import G3Session
 from harness.pytest_plugin import GATE_KEY, GateContext
 from harness.store import runs as store_runs
+from harness.store import writer
 
 DROP_CACHES = "sync && echo 3 > /proc/sys/vm/drop_caches"
 
@@ -25,9 +27,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         all_cells = cells(cfg)
         metafunc.parametrize("cell", all_cells, ids=[c.key for c in all_cells])
     if "layout" in metafunc.fixturenames:
-        chosen = cfg.gates.g3.layouts or [layout.name for layout in cfg.layouts]
-        layouts = [cfg.layout(n) for n in chosen]
-        metafunc.parametrize("layout", layouts, ids=[la.name for la in layouts])
+        chosen = layouts(cfg)
+        metafunc.parametrize("layout", chosen, ids=[la.name for la in chosen])
 
 
 @pytest.fixture(scope="session")
@@ -56,5 +57,16 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
                 raise InfrastructureError(f"page-cache drop failed: {result.stderr.strip()}",
                                           host=name, command=DROP_CACHES, stage="drop_caches")
 
-    yield G3Session(gate=gate, control=ArmControl(cfg, gate.inventory, runner),
-                    drop_caches=drop_caches, storage_hosts=storage)
+    control = ArmControl(cfg, gate.inventory, runner)
+    watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id, event)
+    if gate.resume_from is not None:
+        # The unfinished pair is measured again from its start; its phases stay on record.
+        writer.supersede_unpaired(gate.store, gate.run_id)
+    # Nothing left over from a killed run may serve, hold a port, or answer for an arm.
+    clean_slate(watch, control, layouts(cfg),
+                store_runs.get_run(gate.store, gate.run_id).campaign_id)
+    try:
+        yield G3Session(gate=gate, control=control, watch=watch, drop_caches=drop_caches,
+                        storage_hosts=storage)
+    finally:
+        watch.sweep()  # every engine this run started is gone when it ends

@@ -1,5 +1,7 @@
 """G3: with vs without the accelerator, same model, same TP layout, long-context cold
-recovery. Preflight checks per layout, then one check per layout x concurrency cell."""
+recovery. Preflight checks per layout, then one check per layout x concurrency cell.
+The checks are listed in harness.g3.plan (PREFLIGHT, expected_checks): the runner
+holds the stored results against that plan."""
 
 from __future__ import annotations
 
@@ -19,9 +21,8 @@ def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
                  "and engine version")
     check.measure({arm: sorted({str(c["model"]) for c in cards})
                    for arm, cards in pre.cards.items()})
-    model_problems = [p for p in pre.problems if "tp=" not in p and "instances" not in p]
-    if model_problems:
-        raise MeasurementError("arms are not comparable: " + "; ".join(model_problems),
+    if pre.model_problems:
+        raise MeasurementError("arms are not comparable: " + "; ".join(pre.model_problems),
                                stage="preflight")
 
 
@@ -30,10 +31,23 @@ def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
     pre = g3.preflight(layout)
     check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms")
     check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
-    layout_problems = [p for p in pre.problems if "tp=" in p or "instances" in p]
-    if layout_problems:
-        raise MeasurementError("arms are not comparable: " + "; ".join(layout_problems),
+    if pre.layout_problems:
+        raise MeasurementError("arms are not comparable: " + "; ".join(pre.layout_problems),
                                stage="preflight")
+
+
+def test_arms_differ_only_by_the_accelerator(g3: G3Session, layout: Layout,
+                                             check: CheckRecorder) -> None:
+    pre = g3.preflight(layout)
+    allowed = g3.config.arms.accelerated.differs_by if g3.config.arms else []
+    check.expect("the engines' argv, environment and reported config are equal, except: "
+                 + (", ".join(allowed) or "nothing"))
+    check.measure(pre.identity.summary())
+    if pre.unreadable:
+        raise MeasurementError("engines not verified: " + "; ".join(pre.unreadable),
+                               stage="preflight")
+    if not pre.identity.equal:
+        raise MeasurementError(pre.identity.summary(), stage="preflight")
 
 
 def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,

@@ -47,6 +47,14 @@ def _print_outcome(gate: str, outcome: Any) -> None:
     click.echo(f"{gate} run {outcome.run_id}: {outcome.verdict.value}{mark}{reason}")
 
 
+def _sudo_password() -> str | None:
+    """The password the command line took out of the environment at start."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    value = obj.get("sudo_password") if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url: str | None,
                  forced: bool, trigger: str, pytest_args: tuple[str, ...],
                  suite: str | None = None, dry_run: bool = False) -> int:
@@ -57,9 +65,13 @@ def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url
     req = RunRequest(gate=gate.upper(), loaded=loaded, store=store,
                      inventory_path=Path(inventory_path) if inventory_path else None,
                      forced=forced, trigger=trigger, pytest_args=pytest_args,
-                     suite_dir=Path(suite) if suite else None, dry_run=dry_run)
+                     suite_dir=Path(suite) if suite else None, dry_run=dry_run,
+                     sudo_password=_sudo_password())
     stderr_console().print(f"[bold]{req.gate}[/] {loaded.config.campaign.name} "
                            f"({'FORCED, ' if forced else ''}store {store.url})")
+    if suite:
+        stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
+                               f"gate's verdict")
     outcome = run_gate(req, progress=_progress_printer())
     _print_outcome(req.gate, outcome)
     return outcome.exit_code
@@ -80,8 +92,9 @@ def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url
               help="Run another suite dir as this gate (tests).")
 def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_path: str | None,
         db_url: str | None, force: bool, scheduled: bool, dry_run: bool, suite: str | None) -> None:
-    """Run one gate. Extra pytest arguments follow `--`, e.g. `gate run G1 -- -k gpu`
-    (a run with deselected checks is PARTIAL and never satisfies the next gate).
+    """Run one gate. Extra pytest arguments follow `--`: output options (-v, -s, --tb,
+    --log-level ...) and selection (`gate run G3 -- -k TP8`); a run with deselected
+    checks is PARTIAL, never PASS, and never satisfies the next gate.
 
     Exit: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / prerequisite."""
     if dry_run:
@@ -147,7 +160,7 @@ def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: st
     store_runs.reopen_run(store, run_id)
     req = RunRequest(gate="G3", loaded=loaded, store=store,
                      inventory_path=Path(inventory_path) if inventory_path else None,
-                     forced=row.forced, resume_run=run_id)
+                     forced=row.forced, resume_run=run_id, sudo_password=_sudo_password())
     outcome = run_gate(req, progress=_progress_printer())
     _print_outcome("G3", outcome)
     sys.exit(outcome.exit_code)

@@ -11,7 +11,15 @@ from harness.cli.common import config_option, db_option, emit_json, json_option,
 from harness.cli.context import campaign_name, open_store
 
 COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta",
-           "RUNNING": "cyan"}
+           "RUNNING": "cyan", "RECORDED": "blue"}
+
+
+def _shown(token: str) -> str:
+    """A verdict as the tables print it; RECORDED (a bench / import: nothing decided) is
+    not a verdict, so it is written in lower case."""
+    from harness.verdict import RECORDED
+
+    return token.lower() if token == RECORDED else token
 
 
 def _when(t: float | None) -> str:
@@ -43,12 +51,16 @@ def _run_dict(store: Any, row: Any) -> dict[str, Any]:
         "needs_signoff": row.needs_signoff, "trigger": row.trigger, "operator": row.operator,
         "started_at": row.started_at, "finished_at": row.finished_at,
         "harness_version": row.harness_version, "config_hash": row.config_hash,
+        "suite": row.suite or None, "process": store_runs.liveness(row) or None,
     }
 
 
 def _marks(d: dict[str, Any]) -> str:
     marks = [m for m, on in (("FORCED", d["forced"]), ("SIMULATED", d["simulated"]),
-                             ("PARTIAL", d["partial"])) if on]
+                             ("PARTIAL", d["partial"]), ("custom suite", d.get("suite")))
+             if on]
+    if d.get("process") == "gone":
+        marks.append("process gone")
     if d["needs_signoff"] and d["effective_verdict"] == "PASS":
         marks.append("signed")
     elif d["needs_signoff"]:
@@ -66,23 +78,33 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     from rich.table import Table
 
     from harness.campaign import gate_states
+    from harness.store import runs as store_runs
     from harness.verdict import GATE_NAMES
 
     store = open_store(db_url)
     name = _campaign_or_fail(config_path, campaign, store)
     states = gate_states(store, name)
-    rows: list[dict[str, object]] = []
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
     for st in states:
         d = _run_dict(store, st.run) if st.run else None
+        attempts = [_attempt(store, r) for r in store_runs.runs(store, campaign=name,
+                                                                 gate=st.gate, kind="gate")
+                    if not r.suite]
+        running = st.latest_any if st.latest_any and st.latest_any.status == "RUNNING" \
+            else None
+        if running is not None and store_runs.liveness(running) == "gone":
+            notes.append(f"{st.gate} run {running.id} is RUNNING but its process "
+                         f"(pid {running.pid}) is gone: {store_runs.gone_hint(running.id)}")
         rows.append({"gate": st.gate, "name": GATE_NAMES[st.gate], "verdict": st.verdict,
                      "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
                      "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
-                     "running": bool(st.latest_any and st.latest_any.status == "RUNNING")})
+                     "running": running is not None, "attempts": attempts})
     if as_json:
-        emit_json({"campaign": name, "gates": rows})
+        emit_json({"campaign": name, "gates": rows, "notes": notes})
         return
     table = Table(title=f"campaign {name}")
-    for col in ("gate", "", "verdict", "run", "date", "marks"):
+    for col in ("gate", "", "verdict", "run", "date", "marks", "attempts"):
         table.add_column(col)
     for r in rows:
         verdict = str(r["verdict"])
@@ -90,8 +112,31 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
         date = r["date"]
         table.add_row(str(r["gate"]), str(r["name"]),
                       f"[{COLOURS.get(verdict, 'white')}]{verdict}[/]", str(r["run"] or ""),
-                      _when(date if isinstance(date, float) else None), marks)
-    stdout_console().print(table)
+                      _when(date if isinstance(date, float) else None), marks,
+                      _attempts_text(r["attempts"]))
+    console = stdout_console()
+    console.print(table)
+    for note in notes:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+
+
+def _attempt(store: Any, row: Any) -> dict[str, Any]:
+    """One attempt of a gate, as `gate status` lists every one (rerunning until a PASS
+    shows: each attempt is another chance of a wrong PASS)."""
+    from harness.store import runs as store_runs
+
+    return {"run": row.id, "verdict": store_runs.effective_verdict(store, row),
+            "status": row.status, "date": row.finished_at or row.started_at,
+            "forced": row.forced, "partial": row.partial}
+
+
+def _attempts_text(attempts: list[dict[str, Any]]) -> str:
+    words = []
+    for a in attempts:
+        flags = "".join(f" {m}" for m, on in (("forced", a["forced"]),
+                                               ("partial", a["partial"])) if on)
+        words.append(f"#{a['run']} {a['verdict']}{flags}")
+    return f"{len(attempts)}: " + ", ".join(words) if attempts else ""
 
 
 @click.group()
@@ -121,8 +166,8 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
     for d in rows:
         v = d["effective_verdict"] or ""
         table.add_row(str(d["id"]), d["kind"], d["gate"] or "", d["status"],
-                      f"[{COLOURS.get(v, 'white')}]{v}[/]", _when(d["started_at"]), _marks(d),
-                      (d["reason"] or "")[:60])
+                      f"[{COLOURS.get(v, 'white')}]{_shown(v)}[/]", _when(d["started_at"]),
+                      _marks(d), (d["reason"] or "")[:60])
     stdout_console().print(table)
 
 
@@ -131,9 +176,11 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 @db_option
 @json_option
 def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
-    """One run: its row, checks, sign-offs."""
+    """One run: its row, checks, sign-offs, and the decision settings that differ from
+    the defaults."""
     from rich.table import Table
 
+    from harness.config.decision import deviations
     from harness.store import runs as store_runs
 
     store = open_store(db_url)
@@ -144,16 +191,27 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
          "stage": c.stage, "duration": c.duration}
         for c in store_runs.checks(store, run_id)
     ]
-    d["signoffs"] = [{"role": s.role, "name": s.name, "note": s.note, "at": s.at}
+    d["signoffs"] = [{"role": s.role, "name": s.name, "note": s.note, "at": s.at,
+                      "os_user": s.os_user, "hostname": s.hostname}
                      for s in store_runs.signoffs(store, run_id)]
+    row = store_runs.get_run(store, run_id)
+    d["settings"] = [vars(x) for x in deviations(row.config_json or {})] \
+        if row.gate == "G3" else []
     if as_json:
         emit_json(d)
         return
     console = stdout_console()
     marks = _marks(d)
-    console.print(f"run {d['id']} {d['kind']} {d['gate'] or ''}: {d['effective_verdict']}"
+    console.print(f"run {d['id']} {d['kind']} {d['gate'] or ''}: "
+                  f"{_shown(d['effective_verdict'])}"
                   + (f" ({marks})" if marks else "") + (f" - {d['reason']}" if d["reason"] else ""),
                   highlight=False, markup=False)
+    for x in deviations(row.config_json or {}) if row.gate == "G3" else []:
+        console.print(f"  decision setting {x.line()}: {x.why}", highlight=False,
+                      markup=False)
+    if d["process"] == "gone":
+        console.print(f"  its process is gone: {store_runs.gone_hint(run_id)}",
+                      highlight=False, markup=False)
     table = Table()
     for col in ("check", "host", "outcome", "expected", "measured", "message"):
         table.add_column(col)
@@ -163,21 +221,53 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
                       c["measured"], (c["message"] or "")[:80])
     console.print(table)
     for s in d["signoffs"]:
-        console.print(f"signed by {s['name']} ({s['role']}) {_when(s['at'])}: {s['note']}",
-                      markup=False)
+        who = f"{s['os_user']}@{s['hostname']}" if s["os_user"] else ""
+        console.print(f"signed by {s['name']} ({s['role']}{', as ' + who if who else ''}) "
+                      f"{_when(s['at'])}: {s['note']}", markup=False)
 
 
 @runs.command("abort")
 @click.argument("run_id", type=int)
+@config_option
 @db_option
 @click.option("--force", is_flag=True, help="Abort although the heartbeat is fresh (another host).")
-def runs_abort(run_id: int, db_url: str | None, force: bool) -> None:
-    """End a RUNNING run whose process is gone as ABORTED (its results are kept)."""
+@click.option("--keep-engines", is_flag=True,
+              help="Do not stop the run's engines (when the site config is not at hand).")
+@click.pass_obj
+def runs_abort(obj: dict[str, Any] | None, run_id: int, config_path: str, db_url: str | None,
+               force: bool, keep_engines: bool) -> None:
+    """End a RUNNING run whose process is gone as ABORTED (its results are kept). For G3,
+    both arms' stop actions run first and every engine the run started is stopped."""
+    from harness.errors import UsageError
     from harness.store import runs as store_runs
 
     store = open_store(db_url)
-    store_runs.abort_run(store, run_id, force=force)
+    run = store_runs.get_run(store, run_id)
+    lines: list[str] = []
+    if run.gate == "G3" and run.status == "RUNNING" and not keep_engines:
+        from pathlib import Path
+
+        from harness.cli.context import open_config
+        from harness.config.inventory import load_inventory
+        from harness.g3.engines import release_engines
+
+        if not Path(config_path).exists():
+            raise UsageError(f"run {run_id}'s engines are stopped with the site config, and "
+                             f"{config_path} does not exist",
+                             hint="pass -c SITE.yaml, or --keep-engines to abort anyway")
+        loaded = open_config(config_path)
+        campaign = (run.config_json.get("campaign") or {}).get("name")
+        if loaded.config.campaign.name != campaign:
+            raise UsageError(f"{config_path} is campaign {loaded.config.campaign.name!r}, run "
+                             f"{run_id} is {campaign!r}", hint="pass -c with the run's config")
+        store_runs.abort_run(store, run_id, force=force)  # refuses while it is alive
+        lines = release_engines(loaded, load_inventory(loaded.inventory_path), store, run_id,
+                                sudo_password=(obj or {}).get("sudo_password"))
+    else:
+        store_runs.abort_run(store, run_id, force=force)
     click.echo(f"run {run_id} ABORTED; its lock is cleared and its results kept")
+    for line in lines:
+        click.echo(f"  {line}")
 
 
 @click.command()

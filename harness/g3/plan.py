@@ -30,9 +30,34 @@ class Step:
     estimate_s: float
 
 
-def cells(config: SiteConfig) -> list[Cell]:
+# The per-layout checks that run before anything is measured (gates/g3_main/test_g3.py).
+PREFLIGHT = ("test_arms_serve_the_same_model", "test_arms_match_the_declared_layout",
+             "test_arms_differ_only_by_the_accelerator",
+             "test_accelerated_arm_exposes_external_cache")
+
+
+def layouts(config: SiteConfig) -> list[Layout]:
+    """The layouts G3 measures: `gates.g3.layouts`, else every layout."""
     wanted = config.gates.g3.layouts or [layout.name for layout in config.layouts]
-    return [Cell(config.layout(name), tier) for name in wanted for tier in config.gates.g3.tiers]
+    return [config.layout(name) for name in wanted]
+
+
+def cells(config: SiteConfig) -> list[Cell]:
+    return [Cell(layout, tier) for layout in layouts(config) for tier in config.gates.g3.tiers]
+
+
+def expected_checks(config: SiteConfig, inventory: object = None) -> list[str]:
+    """G3's plan: every preflight check of every layout and every layout x tier cell.
+    A PASS needs each of them stored and passed (harness/runner.py compares)."""
+    return ([f"{name}[{layout.name}]" for layout in layouts(config) for name in PREFLIGHT]
+            + [f"test_cell[{cell.key}]" for cell in cells(config)])
+
+
+def weakened(config: SiteConfig) -> list[str]:
+    """The decision settings weaker than their defaults: a PASS then needs a sign-off."""
+    from harness.config.decision import weakened as weaker
+
+    return [d.line() for d in weaker(config.model_dump(mode="json"))]
 
 
 def pair_order(seed: int, cell_key: str, repetition: int) -> tuple[str, str]:

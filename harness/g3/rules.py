@@ -1,9 +1,12 @@
 """Pure judgments G3 makes on what it measured: are the arms comparable (preflight
 cards), was the restart cold, did the accelerated arm use the tier and the baseline not,
-did too many requests fail. Each returns the reason a cell cannot be decided, or ''."""
+did too many requests fail, was every output the fixed length. Each returns the reason a
+cell cannot be decided, or ''."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +16,57 @@ from harness.g3.plan import ARMS
 
 NOT_EXERCISED = "accelerator not exercised"
 CONTAMINATED = "baseline contaminated"
-OUTPUT_TOLERANCE = 0.05  # mean output tokens per request may differ this much between arms
+TOKENS_DISAGREE = "token counts disagree"
+LENGTH_NOT_FIXED = "output length not fixed"
+# Every G3 request asks a fixed output length and tells the engine to ignore EOS (vLLM,
+# SGLang and the simulator honour `ignore_eos`); the run records it with the phase.
+FIXED_OUTPUT_BODY = {"ignore_eos": True}
+
+
+@dataclass(frozen=True)
+class PhaseTokens:
+    """A measured phase's output, counted by the harness: throughput believes the length
+    it asked for, never the server's count (a proxy could inflate that)."""
+
+    fixed: int       # the output length every request asked for
+    completed: int   # requests that completed (failed ones are +inf TTFT, 0 tokens)
+    at_length: int   # completed with finish_reason "length"
+    disagree: int    # completed whose usage.completion_tokens is not `fixed` (or absent)
+
+    @property
+    def tokens(self) -> int:
+        return self.fixed * self.at_length
+
+
+def phase_tokens(records: Iterable[Any], fixed: int) -> PhaseTokens:
+    """Count a phase's requests (RequestRecord-like: ok, warmup, finish_reason,
+    output_tokens, usage_reported); warm-up requests are not counted."""
+    completed = at_length = disagree = 0
+    for r in records:
+        if r.warmup or not r.ok:
+            continue
+        completed += 1
+        if r.finish_reason == "length":
+            at_length += 1
+        if not r.usage_reported or r.output_tokens != fixed:
+            disagree += 1
+    return PhaseTokens(fixed, completed, at_length, disagree)
+
+
+def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> str:
+    """'' when every completed response ran to the fixed length and the server's count
+    agrees on all but `tolerance` of them; else why the cell cannot be decided."""
+    if not t.completed:
+        return ""
+    early = t.completed - t.at_length
+    if early > tolerance * t.completed:
+        return (f"{LENGTH_NOT_FIXED}: {arm} arm: {early} of {t.completed} responses did not "
+                f"end with finish_reason 'length' at {t.fixed} tokens (ignore_eos not "
+                "honoured?)")
+    if t.disagree > tolerance * t.completed:
+        return (f"{TOKENS_DISAGREE}: {arm} arm: the server's usage.completion_tokens is not "
+                f"{t.fixed} on {t.disagree} of {t.completed} responses (> {tolerance:.0%})")
+    return ""
 
 
 def check_evidence(pair: dict[str, Any], rules: Any) -> str:
@@ -26,15 +79,11 @@ def check_evidence(pair: dict[str, Any], rules: Any) -> str:
         if t.size and failed / t.size > rules.max_failed_share:
             return (f"{arm} arm: {failed} of {t.size} requests failed (> "
                     f"{rules.max_failed_share:.0%}): failures would bias the comparison")
-    means = {}
     for arm in ARMS:
-        ok = int(np.sum(np.isfinite(pair[arm].ttft)))
-        means[arm] = pair[arm].output_tokens / ok if ok else 0.0
-    if max(means.values()) > 0 and abs(means["accelerated"] - means["baseline"]) > \
-            OUTPUT_TOLERANCE * max(means.values()):
         # Throughput counts output tokens: an arm that talks longer would look faster.
-        return (f"output lengths differ: {means['baseline']:.1f} vs "
-                f"{means['accelerated']:.1f} tokens per request (baseline vs accelerated)")
+        problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)
+        if problem:
+            return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
         return "engine counters reset during a measured phase (did an engine restart?)"
     for arm, ev in (("accelerated", acc), ("baseline", base)):
@@ -74,10 +123,12 @@ def all_restarted(warmed: list[Any], fresh: list[Any]) -> bool | None:
     return True if seen and all(seen) else None
 
 
-def compare_arms(config: SiteConfig, layout: Layout,
-                 cards: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Everything but the accelerator must be equal; each difference named."""
-    problems = []
+def compare_cards(config: SiteConfig, layout: Layout,
+                  cards: dict[str, list[dict[str, Any]]]) -> tuple[list[str], list[str]]:
+    """What the servers say they serve must be equal: (model problems: served model,
+    max_model_len, engine version; layout problems: TP, instance count), each named."""
+    problems: list[str] = []
+    shape: list[str] = []
     base, acc = cards.get("baseline", []), cards.get("accelerated", [])
     for key, label in (("model", "served model"), ("max_model_len", "max_model_len"),
                        ("version", "engine version")):
@@ -92,9 +143,9 @@ def compare_arms(config: SiteConfig, layout: Layout,
                 problems.append(f"{arm} instance {i} does not serve {config.model.name} "
                                 f"(serves {', '.join(c['models']) or 'nothing'})")
             if c["tp"] is not None and c["tp"] != layout.tp:
-                problems.append(f"{arm} instance {i} runs tp={c['tp']}, layout "
-                                f"{layout.name} declares tp={layout.tp}")
+                shape.append(f"{arm} instance {i} runs tp={c['tp']}, layout "
+                             f"{layout.name} declares tp={layout.tp}")
         if len(arm_cards) != len(layout.instances):
-            problems.append(f"{arm}: {len(arm_cards)} instances answered, layout declares "
-                            f"{len(layout.instances)}")
-    return problems
+            shape.append(f"{arm}: {len(arm_cards)} instances answered, layout declares "
+                         f"{len(layout.instances)}")
+    return problems, shape

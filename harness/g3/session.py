@@ -1,5 +1,11 @@
 """A G3 session: preflight per layout, then each cell's repetition pairs until the
-decision settles or the budget ends. Every phase is stored as it is measured."""
+decision settles or the budget ends. Every phase is stored as it is measured.
+
+What runs is checked, not assumed: after every start and cold restart the engines of
+both arms are read (harness/g3/engines.py) and the arms of a pair must differ only as
+the config allows, or the cell is ERROR. Every request asks a fixed output length and
+the throughput counts that length, never the server's own token count.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +16,59 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from harness.config.decision import criteria_for
 from harness.config.models import Layout, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, MeasurementError
 from harness.g3.arms import ArmControl, endpoints, wait_healthy
+from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
+from harness.g3.identity import ArmComparison, compare_arms
 from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
-from harness.g3.rules import all_restarted, check_evidence, compare_arms
+from harness.g3.records import (
+    ArmRep,
+    completed_reps,
+    jsonable,
+    phase_params,
+    phase_summary,
+    store_batch,
+    store_cell,
+    ttfts,
+)
+from harness.g3.rules import (
+    FIXED_OUTPUT_BODY,
+    all_restarted,
+    check_evidence,
+    compare_cards,
+    phase_tokens,
+)
 from harness.store import runs as store_runs
 from harness.store import writer
 
 
 @dataclass(frozen=True)
 class Preflight:
+    """What one layout's arms serve and run, read before anything is measured."""
+
     layout: str
     cards: dict[str, list[dict[str, Any]]]  # arm -> model card per instance
-    problems: list[str]
+    model_problems: list[str]  # served model, max_model_len, engine version
+    layout_problems: list[str]  # tp, instance count
+    identity: ArmComparison  # the engines' argv / environment / server config
+    unreadable: list[str]  # engines whose process could not be read
     accelerated_exposes_external: bool
 
-
-@dataclass
-class ArmRep:
-    """One arm's measured phase of one repetition, as the decision needs it."""
-
-    ttft: np.ndarray
-    output_tokens: int
-    wall_time: float
-    evidence: dict[str, Any]
-    benchmark_id: int
+    @property
+    def problems(self) -> list[str]:
+        """Everything that keeps the layout's arms from being compared."""
+        differ = [self.identity.summary()] if not self.identity.equal else []
+        return [*self.model_problems, *self.layout_problems, *differ, *self.unreadable]
 
 
 @dataclass
 class G3Session:
     gate: Any  # harness.pytest_plugin.GateContext
     control: ArmControl
+    watch: EngineWatch
     drop_caches: Callable[[list[str]], None]
     storage_hosts: list[tuple[str, Any]]
     preflights: dict[str, Preflight] = field(default_factory=dict)
@@ -56,18 +80,32 @@ class G3Session:
         config: SiteConfig = self.gate.loaded.config
         return config
 
+    def start(self, arm: str, layout: Layout, *, preflight: bool = False) -> Observation:
+        self.control.start(arm, layout)
+        return self.watch.observe(arm, layout, as_fact=preflight)
+
+    def restart(self, arm: str, layout: Layout) -> Observation:
+        self.control.restart(arm, layout)
+        return self.watch.observe(arm, layout)
+
+    def stop(self, arm: str, layout: Layout) -> None:
+        self.control.stop(arm, layout)
+        self.watch.stopped(arm, layout)
+
     # -- preflight ---------------------------------------------------------------------
     def preflight(self, layout: Layout) -> Preflight:
-        """Start each arm, read what it serves, stop it; compare before anything is measured."""
+        """Start each arm, read what it serves and runs, stop it; compare before anything
+        is measured."""
         if layout.name in self.preflights:
             return self.preflights[layout.name]
         from harness.loadgen import probe
         from harness.probes.prometheus import scrape
 
         cards: dict[str, list[dict[str, Any]]] = {}
+        seen: dict[str, Observation] = {}
         exposes = False
         for arm in ARMS:
-            self.control.start(arm, layout)
+            seen[arm] = self.start(arm, layout, preflight=True)
             try:
                 eps = endpoints(self.config, self.gate.inventory, arm, layout)
                 infos = [asyncio.run(probe(ep.url)) for ep in eps]
@@ -76,17 +114,19 @@ class G3Session:
                     store_runs.add_host_fact(
                         self.gate.store, self.gate.run_id, host=ep.host,
                         key=f"engine {arm} {layout.name}#{ep.instance}",
-                        value={**card, "url": ep.url, "card": _jsonable(info.raw or {})},
+                        value={**card, "url": ep.url, "card": jsonable(info.raw or {})},
                         simulated=card["simulated"])
                 if any(c["simulated"] for c in cards[arm]):
                     self.gate.mark_simulated()
                 if arm == "accelerated":
-                    snaps = scrape_all([ep.url for ep in endpoints(
-                        self.config, self.gate.inventory, arm, layout)], scrape)
+                    snaps = scrape_all([ep.url for ep in eps], scrape)
                     exposes = all(_exposes_external(s) for s in snaps)
             finally:
-                self.control.stop(arm, layout)
-        result = Preflight(layout.name, cards, compare_arms(self.config, layout, cards), exposes)
+                self.stop(arm, layout)
+        model, shape = compare_cards(self.config, layout, cards)
+        result = Preflight(layout.name, cards, model, shape,
+                           self.watch.compare(seen["baseline"], seen["accelerated"]),
+                           seen["baseline"].problems + seen["accelerated"].problems, exposes)
         self.preflights[layout.name] = result
         return result
 
@@ -116,36 +156,37 @@ class G3Session:
         cfg, layout, store, run_id = self.config, cell.layout, self.gate.store, self.gate.run_id
         eps = endpoints(cfg, self.gate.inventory, arm, layout)
         load_eps = _load_endpoints(eps, cfg.model.name)
+        urls = [ep.url for ep in eps]
 
         def start_phase(phase: str, specs: list[Any]) -> int:
             return writer.start_benchmark(store, run_id, arm=arm, layout=layout.name,
                                           tier=cell.tier, repetition=rep, phase=phase,
-                                          params=_params(specs, eps, cfg, workload))
+                                          params=phase_params(specs, urls, cfg, workload))
 
-        self.control.start(arm, layout)
+        def load(specs: list[Any], bench: int) -> Any:
+            return run_phase(load_eps, specs, concurrency=cell.tier, api=cfg.workload.api,
+                             timeout=cfg.load.timeout, progress=True,
+                             extra_body=FIXED_OUTPUT_BODY, on_batch=store_batch(store, bench))
+
+        self.start(arm, layout)
         try:
             if workload is None:
                 workload = self.workload(cell, rep, eps[0].url)
             specs = list(workload.specs)
             warm = start_phase("warm", specs)
-            w = run_phase(load_eps, specs, concurrency=cell.tier, api=cfg.workload.api,
-                          timeout=cfg.load.timeout, progress=True,
-                          on_batch=_store_batch(store, warm))
+            w = load(specs, warm)
             writer.finish_benchmark(store, warm, status="FINISHED", duration=w.wall_time,
-                                    summary=_summary(w))
+                                    summary=phase_summary(w))
             _some_succeeded(w.records, "warm", arm)
-            urls = [ep.url for ep in eps]
             warmed = scrape_all(urls, scrape)
-            self.control.restart(arm, layout)
+            seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
             before = scrape_all(urls, scrape)
             bench = start_phase("measured", specs)
             ev = cfg.gates.g3.evidence
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler:
-                m = run_phase(load_eps, specs, concurrency=cell.tier, api=cfg.workload.api,
-                              timeout=cfg.load.timeout, progress=True,
-                              on_batch=_store_batch(store, bench))
+                m = load(specs, bench)
             _still_healthy(eps, bench, store)
             _some_succeeded(m.records, "measured", arm)
             after = scrape_all(urls, scrape)
@@ -160,41 +201,69 @@ class G3Session:
                  "at": now, "value": float(v)}
                 for k, v in evidence.items() if isinstance(v, int | float)
             ], benchmark_id=bench)
-            summary = {**_summary(m), "evidence": evidence}
+            lengths = phase_tokens(m.records, cfg.workload.max_tokens)
+            summary = {**phase_summary(m), "evidence": evidence,
+                       "fixed_output": {"requests_at_length": lengths.at_length,
+                                        "completed": lengths.completed,
+                                        "usage_disagrees": lengths.disagree},
+                       "identity": {"facts": seen.facts, "problems": seen.problems}}
             writer.finish_benchmark(store, bench, status="FINISHED", duration=m.wall_time,
                                     summary=summary)
-            return ArmRep(ttft=_ttfts(m.records), output_tokens=_out_tokens(m.records),
-                          wall_time=m.wall_time, evidence=evidence,
-                          benchmark_id=bench), workload
+            return ArmRep(ttft=ttfts(m.records), lengths=lengths, wall_time=m.wall_time,
+                          evidence=evidence, benchmark_id=bench, facts=seen.facts,
+                          fact_problems=seen.problems), workload
         finally:
-            self.control.stop(arm, layout)
+            self.stop(arm, layout)
 
     # -- a cell ------------------------------------------------------------------------
+    def _pair_identity(self, pair: dict[str, ArmRep]) -> str:
+        """'' when the pair's engines, read after their cold restarts, differ only as
+        allowed; else why the arms cannot be compared."""
+        problems = pair["baseline"].fact_problems + pair["accelerated"].fact_problems
+        if problems:
+            return f"engines not verified: {'; '.join(problems)}"
+        assert self.config.arms is not None
+        diff = compare_arms(pair["baseline"].facts, pair["accelerated"].facts,
+                            self.config.arms.accelerated.differs_by)
+        return "" if diff.equal else diff.summary()
+
     def run_cell(self, cell: Cell) -> Any:
+        """(decision, problem): the decision at the last look reached (None before the
+        first), and why the cell cannot be decided (INCONCLUSIVE) or ''. Arms that differ
+        in more than the accelerator raise: the cell is ERROR."""
         from harness.stats import Criteria, RepSample, decide_cell, look_plan, planned_looks
 
         g3 = self.config.gates.g3
         looks = planned_looks(g3.repetitions.min, g3.repetitions.max)
         plan = look_plan(looks, g3.confidence)
         cell_seed = g3.seed + zlib.crc32(cell.key.encode())  # the same at every look
-        done = completed_reps(self.gate.store, self.gate.run_id, cell)
+        done = completed_reps(self.gate.store, self.gate.run_id, cell,
+                              self.config.workload.max_tokens)
+        applied = tuple({"ttft_p50_drop": "drop", "throughput_gain": "gain"}[c]
+                        for c in criteria_for(g3.criteria, cell.layout.name))
         crit = Criteria(ttft_p50_drop=g3.thresholds.ttft_p50_drop,
                         throughput_gain=g3.thresholds.throughput_gain,
                         band_top=g3.thresholds.band_top,
-                        max_failed_share=g3.evidence.max_failed_share)
+                        max_failed_share=g3.evidence.max_failed_share, applied=applied)
         decision: Any = None
-        evidence_problem = ""
+        problem = ""
         for rep in range(g3.repetitions.max):
             if rep not in done:
                 workload, pair = None, {}
                 for arm in pair_order(g3.seed, cell.key, rep):
                     pair[arm], workload = self.run_arm(cell, rep, arm, workload)
                 done[rep] = pair
-            evidence_problem = evidence_problem or check_evidence(done[rep], g3.evidence)
-            if evidence_problem:
+            differ = self._pair_identity(done[rep])
+            if differ:
+                if decision is not None:
+                    store_cell(self.gate.store, self.gate.run_id, self.config, cell,
+                               decision, [], override=differ, override_verdict="ERROR")
+                raise MeasurementError(f"repetition {rep + 1}: {differ}", stage="identity")
+            problem = problem or check_evidence(done[rep], g3.evidence)
+            if problem:
                 break
             if rep + 1 in looks:
-                reps = [done[r] for r in sorted(done)]
+                reps = [done[r] for r in range(rep + 1)]  # the pairs of this look, no more
                 decision = decide_cell(
                     [RepSample(p["baseline"].ttft, p["baseline"].output_tokens,
                                p["baseline"].wall_time) for p in reps],
@@ -202,52 +271,19 @@ class G3Session:
                                p["accelerated"].wall_time) for p in reps],
                     crit, confidence=g3.confidence, look=rep + 1, looks=looks,
                     n_boot=g3.bootstrap, seed=cell_seed, plan=plan)
-                self.store_cell(cell, decision, reps)
+                store_cell(self.gate.store, self.gate.run_id, self.config, cell, decision,
+                           reps)
                 if decision.final or decision.verdict.value != "INCONCLUSIVE" \
                         or decision.needs_signoff:
                     break
                 if time.monotonic() - self.started > g3.gate_budget:
-                    evidence_problem = "time budget exhausted"
+                    problem = "time budget exhausted"
                     break
-        return decision, evidence_problem
+        return decision, problem
 
     def store_cell(self, cell: Cell, d: Any, reps: list[dict[str, ArmRep]],
                    override: str = "") -> None:
-        writer.upsert_cell(self.gate.store, self.gate.run_id, {
-            "layout": cell.layout.name, "tier": cell.tier,
-            "verdict": "INCONCLUSIVE" if override else d.verdict.value,
-            "reason": override or d.reason, "repetitions": d.repetitions,
-            "n_baseline": d.n_baseline, "n_accelerated": d.n_accelerated,
-            "ttft_p50_baseline": _finite(d.ttft_p50_baseline),
-            "ttft_p50_accelerated": _finite(d.ttft_p50_accelerated),
-            "drop": _finite(d.drop.value), "drop_lo": _finite(d.drop.lo),
-            "drop_hi": _finite(d.drop.hi), "thr_baseline": d.thr_baseline,
-            "thr_accelerated": d.thr_accelerated, "gain": _finite(d.gain.value),
-            "gain_lo": _finite(d.gain.lo), "gain_hi": _finite(d.gain.hi),
-            "confidence": self.config.gates.g3.confidence, "rule": d.rule,
-            "details": {**_jsonable(d.details), "needs_signoff": d.needs_signoff,
-                        "level": d.level, "drop_verdict": d.drop.verdict.value,
-                        "gain_verdict": d.gain.verdict.value,
-                        "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps]},
-        })
-
-
-def completed_reps(store: Any, run_id: int, cell: Cell) -> dict[int, dict[str, ArmRep]]:
-    """For `gate resume`: the pairs whose both measured phases finished in this run."""
-    found: dict[int, dict[str, ArmRep]] = {}
-    for b in writer.benchmarks(store, run_id):
-        if (b.layout, b.tier, b.phase) != (cell.layout.name, cell.tier, "measured"):
-            continue
-        if b.status != "FINISHED":
-            continue
-        rows = writer.requests(store, b.id)
-        ttft = np.array([r["ttft"] if r["error_kind"] is None and r["ttft"] is not None
-                         else np.inf for r in rows if not r["warmup"]], dtype=float)
-        out = sum(int(r["output_tokens"] or 0) for r in rows
-                  if r["error_kind"] is None and not r["warmup"])
-        found.setdefault(b.repetition, {})[b.arm] = ArmRep(
-            ttft, out, float(b.duration or 0.0), dict(b.summary.get("evidence", {})), b.id)
-    return {rep: pair for rep, pair in found.items() if set(pair) == set(ARMS)}
+        store_cell(self.gate.store, self.gate.run_id, self.config, cell, d, reps, override)
 
 
 def _card(info: Any) -> dict[str, Any]:
@@ -272,13 +308,6 @@ def _load_endpoints(eps: list[Any], model: str) -> list[Any]:
     return [Endpoint(url=ep.url, model=model, instance=ep.instance) for ep in eps]
 
 
-def _store_batch(store: Any, bench: int) -> Callable[[list[Any]], None]:
-    def store_rows(records: list[Any]) -> None:
-        writer.insert_requests(store, bench, [r.to_row() for r in records])
-
-    return store_rows
-
-
 def _still_healthy(eps: list[Any], bench: int, store: Any) -> None:
     """An engine that died during the phase is an infrastructure failure, not a slow arm."""
     for ep in eps:
@@ -291,14 +320,6 @@ def _still_healthy(eps: list[Any], bench: int, store: Any) -> None:
                                       host=ep.url, stage="measured") from None
 
 
-def _params(specs: list[Any], eps: list[Any], cfg: SiteConfig, workload: Any) -> dict[str, Any]:
-    return {"docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
-            "endpoints": [ep.url for ep in eps], "api": cfg.workload.api,
-            "max_tokens": cfg.workload.max_tokens,
-            "calibrated": bool(getattr(workload, "calibrated", False)),
-            "prompt_tokens": [s.prompt_tokens for s in specs][:512]}
-
-
 def _some_succeeded(records: list[Any], phase: str, arm: str) -> None:
     """A phase where every request failed measured nothing: that is an ERROR to fix
     (wrong model, context too long, engine broken), not an infinitely slow arm."""
@@ -309,39 +330,3 @@ def _some_succeeded(records: list[Any], phase: str, arm: str) -> None:
         top = max(kinds, key=lambda k: kinds[k])
         raise MeasurementError(f"every request of the {arm} {phase} phase failed "
                                f"({len(records)}x), e.g. {top}", stage=phase)
-
-
-def _summary(result: Any) -> dict[str, Any]:
-    s = result.summary
-    out: dict[str, Any] = _jsonable(s.to_dict() if hasattr(s, "to_dict") else dict(vars(s)))
-    return out
-
-
-def _ttfts(records: list[Any]) -> np.ndarray:
-    vals = [r.ttft if r.ok and r.ttft is not None else np.inf
-            for r in records if not r.warmup]
-    if not vals:
-        raise MeasurementError("measured phase produced no requests", stage="measured")
-    return np.asarray(vals, dtype=float)
-
-
-def _out_tokens(records: list[Any]) -> int:
-    return sum(int(r.output_tokens or 0) for r in records if r.ok and not r.warmup)
-
-
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
-def _jsonable(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {str(k): _jsonable(v) for k, v in d.items()}
-    if isinstance(d, list | tuple):
-        return [_jsonable(v) for v in d]
-    if isinstance(d, float | np.floating):
-        return float(d) if np.isfinite(d) else None
-    if isinstance(d, np.integer):
-        return int(d)
-    if isinstance(d, np.ndarray):
-        return _jsonable(d.tolist())
-    return d

@@ -190,22 +190,27 @@ class _Cell:
                  current: dict[str, Estimate],
                  at: dict[str, int]) -> tuple[Verdict, str, bool, bool]:
         c, n = self.c, self.plan.looks[index]
+        applied = [k for k in ("drop", "gain") if k in c.applied]
         for name, th in (("drop", c.ttft_p50_drop), ("gain", c.throughput_gain)):
-            if name in at and current[name].verdict is Verdict.STOP_LOSS:
+            if name in applied and name in at and current[name].verdict is Verdict.STOP_LOSS:
                 return (_OPEN, f"{name} cleared {th:g} at {at[name]} pairs but its interval "
                         f"at {n} pairs lies below it: the cell is not stationary; "
                         "investigate before deciding", False, True)
         texts = {"drop": _show("drop", drop, c.ttft_p50_drop, at.get("drop")),
                  "gain": _show("gain", gain, c.throughput_gain, at.get("gain"))}
-        failing = [texts[k] for k, e in current.items() if e.verdict is Verdict.STOP_LOSS]
+        failing = [texts[k] for k, e in current.items()
+                   if k in applied and e.verdict is Verdict.STOP_LOSS]
         if failing:
             return Verdict.STOP_LOSS, "below threshold: " + "; ".join(failing), False, True
-        if "drop" in at and "gain" in at:
-            if current["gain"].value > c.band_top:
+        if all(k in at for k in applied):
+            if "gain" in applied and current["gain"].value > c.band_top:
                 return _OPEN, SIGNOFF_REASON, True, True
-            return Verdict.PASS, "both clear: " + "; ".join(texts.values()), False, True
+            shown = "; ".join(texts[k] for k in applied)
+            return Verdict.PASS, ("both clear: " if len(applied) == 2 else
+                                  f"{applied[0]} clears (the only criterion applied): ") \
+                + shown, False, True
         last = index == len(self.plan.looks) - 1
-        open_ = [texts[k] for k in ("drop", "gain") if k not in at]
+        open_ = [texts[k] for k in applied if k not in at]
         reason = "interval straddles threshold: " + "; ".join(open_)
         reason += (f"; last planned look ({n} pairs) reached" if last else
                    f"; add pairs (next look at {self.plan.looks[index + 1]})")
@@ -221,6 +226,9 @@ def decide_looks(baseline: Sequence[RepSample], accelerated: Sequence[RepSample]
     lp = _plan(looks, confidence, spending, plan)
     index = lp.index(look)
     _check(baseline, accelerated, look, n_boot)
+    if not criteria.applied or not set(criteria.applied) <= {"drop", "gain"}:
+        raise MeasurementError(f"criteria to apply must be drop and/or gain, got "
+                               f"{criteria.applied!r}", stage=STAGE)
     cell = _Cell(baseline, accelerated, criteria, lp, n_boot, seed, confidence)
     out: list[CellDecision] = []
     for j in range(index + 1):

@@ -21,12 +21,16 @@ class RepSample:
 
 @dataclass(frozen=True)
 class Criteria:
-    """The seed's thresholds; max_failed_share guards against crashed phases (see docs)."""
+    """What a cell is held to. No defaults here: the site config is the one place the
+    decision settings live (harness/config/decision.py); max_failed_share guards the
+    decision against phases that crashed. `applied` names the criteria that decide the
+    cell ("drop", "gain"); one left out can neither pass nor fail it."""
 
-    ttft_p50_drop: float = 0.25
-    throughput_gain: float = 0.29
-    band_top: float = 0.40
-    max_failed_share: float = 0.5
+    ttft_p50_drop: float
+    throughput_gain: float
+    band_top: float
+    max_failed_share: float
+    applied: tuple[str, ...] = ("drop", "gain")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,9 +61,11 @@ def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
         "inventory": "hosts.ini", "known_hosts": "known_hosts",
         "model": {"name": "Qwen/Qwen2.5-32B-Instruct"},
         "arms": {"baseline": arm("baseline", shared, ["--external-tier", "off", *base_extra]),
-                 "accelerated": arm("accelerated", shared,
-                                    ["--external-tier", "on", "--tier-dir",
-                                     str(shared / "tier"), *acc_extra])},
+                 "accelerated": {**arm("accelerated", shared,
+                                       ["--external-tier", "on", "--tier-dir",
+                                        str(shared / "tier"), *acc_extra]),
+                                 "differs_by": ["argv:--external-tier", "argv:--tier-dir",
+                                                "server:gate_sim*external_tier"]}},
         "layouts": [{"name": "TP8", "tp": 8, "instances": [{"host": "h1", "port": PORT}]}],
         "load": {"placement": "local", "timeout": 120},
         "workload": {"doc_tokens": 32000, "max_tokens": 128, "seed": 7, "min_docs": 0},
@@ -76,11 +79,45 @@ def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
     return path
 
 
-def run_g3(lab: Lab, site: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+class EnvironScanner(threading.Thread):
+    """Reads /proc/PID/environ of every process but `exclude` (the gate process itself,
+    which its user started with the password) every 0.1 s: a child that inherited the
+    sudo password is caught while it runs."""
+
+    def __init__(self, secret: str) -> None:
+        super().__init__(daemon=True)
+        self.secret = secret.encode()
+        self.exclude: set[int] = {os.getpid()}
+        self.leaks: dict[int, str] = {}
+        self.scanned: set[int] = set()
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit() or int(entry.name) in self.exclude:
+                    continue
+                try:
+                    environ = (entry / "environ").read_bytes()
+                    cmdline = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                self.scanned.add(int(entry.name))
+                if self.secret in environ:
+                    self.leaks[int(entry.name)] = cmdline.replace(b"\0", b" ").decode()[:200]
+
+
+def run_g3(lab: Lab, site: Path, scanner: EnvironScanner | None = None
+           ) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     env = {**os.environ, "GATE_DB": f"sqlite:///{site / 'gate.db'}",
            "GATE_SUDO_PASSWORD": lab.password}
-    out = subprocess.run([*GATE, "run", "G3", "--force", "-c", str(site / "gate.yaml")],
-                         cwd=site, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.Popen([*GATE, "run", "G3", "--force", "-c", str(site / "gate.yaml")],
+                            cwd=site, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    if scanner is not None:
+        scanner.exclude.add(proc.pid)
+    stdout, stderr = proc.communicate(timeout=900)
+    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     show = subprocess.run([*GATE, "runs", "show", "1", "--json"], cwd=site, env=env,
                           capture_output=True, text=True, timeout=120)
     assert show.returncode == 0, show.stderr
@@ -97,8 +134,19 @@ def request_count(site: Path) -> int:
 def test_seed_shaped_profile_passes_over_ssh(ssh_lab: Lab, tmp_path: Path,
                                              shared_dir: Path) -> None:
     write_site(ssh_lab, tmp_path, shared_dir, base_extra=[], acc_extra=[])
-    out, run = run_g3(ssh_lab, tmp_path)
+    scanner = EnvironScanner(ssh_lab.password)
+    scanner.start()
+    try:
+        out, run = run_g3(ssh_lab, tmp_path, scanner)
+    finally:
+        scanner.done.set()
+        scanner.join()
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    # The sudo password reached sudo and Ansible's become prompt, nothing else: no child
+    # process inherited it (the engines, ansible-runner and its workers ran meanwhile).
+    assert not scanner.leaks, scanner.leaks
+    assert len(scanner.scanned) > 20
+    assert_password_nowhere(ssh_lab.password, tmp_path, shared_dir, run)
     assert run["verdict"] == "PASS" and run["simulated"] is True and run["forced"] is True
     outcomes = {c["name"]: c["outcome"] for c in run["checks"]}  # type: ignore[index]
     assert outcomes["test_cell"] == "PASS"
@@ -142,3 +190,29 @@ def test_engine_killed_mid_phase_is_never_pass_and_keeps_requests(
     assert out.returncode in (2, 3), out.stdout + out.stderr[-3000:]
     assert run["verdict"] in ("ERROR", "INCONCLUSIVE")
     assert request_count(tmp_path) > 0  # what was measured before the crash is kept
+
+
+def assert_password_nowhere(password: str, site: Path, shared: Path,
+                            run: dict[str, object]) -> None:
+    """Every artifact, log (the engines' too), the store (with its WAL), a rendered report
+    and an evidence pack of the run: the password appears in none of them."""
+    env = {**os.environ, "GATE_DB": f"sqlite:///{site / 'gate.db'}"}
+    report = subprocess.run([*GATE, "report", str(run["id"]), "--format", "html", "-o",
+                             str(site / "report.html")], cwd=site, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    pack = subprocess.run([*GATE, "export", str(run["id"]), "-o", str(site / "pack.tar.gz")],
+                          cwd=site, env=env, capture_output=True, text=True, timeout=300)
+    assert pack.returncode == 0, pack.stderr
+    import tarfile
+
+    with tarfile.open(site / "pack.tar.gz") as tar:
+        for member in tar.getmembers():
+            data = tar.extractfile(member)
+            if data is not None:
+                assert password.encode() not in data.read(), f"pack: {member.name}"
+    files = [p for p in site.rglob("*") if p.is_file()]
+    files += [p for p in shared.rglob("*") if p.is_file()]
+    assert any("artifacts" in p.parts for p in files)  # Ansible's artifacts were written
+    for path in files:
+        assert password.encode() not in path.read_bytes(), f"the password is in {path}"

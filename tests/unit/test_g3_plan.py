@@ -9,9 +9,16 @@ import pytest
 
 from harness.config.loader import parse_config
 from harness.config.models import Evidence
-from harness.g3.plan import cells, doc_seed, dry_run, pair_order
-from harness.g3.rules import check_evidence, compare_arms
-from harness.g3.session import ArmRep
+from harness.g3.plan import cells, doc_seed, dry_run, expected_checks, pair_order
+from harness.g3.records import ArmRep
+from harness.g3.rules import (
+    PhaseTokens,
+    check_evidence,
+    compare_cards,
+    length_problem,
+    phase_tokens,
+)
+from harness.loadgen.records import RequestRecord
 
 CONFIG = """\
 site: {name: s}
@@ -63,24 +70,61 @@ def card(model: str = "Qwen/Qwen2.5-32B-Instruct", tp: int | None = 8,
             "tp": tp, "simulated": False}
 
 
-def test_compare_arms_accepts_equal_arms_and_names_each_difference() -> None:
+def test_the_plan_is_every_preflight_check_and_every_cell() -> None:
+    plan = expected_checks(config())
+    assert plan[:4] == ["test_arms_serve_the_same_model[TP8]",
+                        "test_arms_match_the_declared_layout[TP8]",
+                        "test_arms_differ_only_by_the_accelerator[TP8]",
+                        "test_accelerated_arm_exposes_external_cache[TP8]"]
+    assert plan[-4:] == ["test_cell[TP8-c4]", "test_cell[TP8-c16]", "test_cell[TP4x2-c4]",
+                         "test_cell[TP4x2-c16]"]
+    assert len(plan) == len(set(plan)) == 2 * 4 + 4
+
+
+def test_compare_cards_accepts_equal_arms_and_names_each_difference() -> None:
     cfg = config()
     tp8 = cfg.layout("TP8")
-    assert compare_arms(cfg, tp8, {"baseline": [card()], "accelerated": [card()]}) == []
-    problems = compare_arms(cfg, tp8, {"baseline": [card()],
-                                       "accelerated": [card(model="other/model", tp=4,
-                                                            version="0.12")]})
-    text = " | ".join(problems)
+    assert compare_cards(cfg, tp8, {"baseline": [card()], "accelerated": [card()]}) == ([], [])
+    model, shape = compare_cards(cfg, tp8, {"baseline": [card()],
+                                            "accelerated": [card(model="other/model", tp=4,
+                                                                 version="0.12")]})
+    text = " | ".join(model)
     assert "served model differs" in text and "engine version differs" in text
     assert "does not serve Qwen/Qwen2.5-32B-Instruct" in text
-    assert "tp=4" in text
-    short = compare_arms(cfg, cfg.layout("TP4x2"),
-                         {"baseline": [card(tp=4)], "accelerated": [card(tp=4)] * 2})
+    assert any("tp=4" in p for p in shape) and not any("tp=" in p for p in model)
+    _, short = compare_cards(cfg, cfg.layout("TP4x2"),
+                             {"baseline": [card(tp=4)], "accelerated": [card(tp=4)] * 2})
     assert any("1 instances answered" in p for p in short)
 
 
-def rep(evidence: dict[str, Any]) -> ArmRep:
-    return ArmRep(np.ones(4), 100, 1.0, evidence, 1)
+def rep(evidence: dict[str, Any], ttft: np.ndarray | None = None,
+        lengths: PhaseTokens | None = None) -> ArmRep:
+    t = np.ones(4) if ttft is None else ttft
+    return ArmRep(t, lengths or PhaseTokens(128, t.size, t.size, 0), 1.0, evidence, 1)
+
+
+def record(finish: str | None = "length", tokens: int | None = 128, ok: bool = True,
+           usage: bool = True) -> RequestRecord:
+    return RequestRecord(idx=0, instance=0, doc_id=0, warmup=False, scheduled=0.0,
+                         ttft=0.1 if ok else None, output_tokens=tokens, usage_reported=usage,
+                         finish_reason=finish, error_kind=None if ok else "http_500")
+
+
+def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
+    """A proxy that inflates usage.completion_tokens cannot raise the throughput: it
+    counts 128 x responses that ended at the fixed length; the inflated count only
+    makes the phase disagree."""
+    honest = phase_tokens([record()] * 99 + [record(ok=False)], 128)
+    assert (honest.tokens, honest.completed, honest.disagree) == (99 * 128, 99, 0)
+    inflated = phase_tokens([record(tokens=134)] * 99, 128)
+    assert inflated.tokens == honest.tokens and inflated.disagree == 99
+    assert "token counts disagree" in length_problem("accelerated", inflated, 0.01)
+    assert length_problem("baseline", honest, 0.01) == ""
+    early = phase_tokens([record(finish="stop", tokens=40)] + [record()] * 63, 128)
+    assert early.tokens == 63 * 128
+    assert "output length not fixed" in length_problem("baseline", early, 0.01)
+    no_usage = phase_tokens([record(usage=False, tokens=None)] * 10, 128)
+    assert "token counts disagree" in length_problem("baseline", no_usage, 0.01)
 
 
 @pytest.mark.parametrize(("acc", "base", "words"), [
@@ -98,16 +142,15 @@ def test_evidence_rules(acc: dict[str, Any], base: dict[str, Any], words: str) -
 def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
     good = {"exposes_external": True, "external_hit_share": 0.9, "prompt_tokens": 1000.0,
             "by_source": {"local_cache_hit": 0.0}, "cold_restart": True}
-    failing = ArmRep(np.array([1.0] * 97 + [np.inf] * 3), 100, 1.0, good, 1)
+    failing = rep(good, np.array([1.0] * 97 + [np.inf] * 3))
     pair = {"accelerated": rep(good), "baseline": failing}
     assert "baseline arm: 3 of 100 requests failed" in check_evidence(pair, Evidence())
     warm = {**good, "by_source": {"local_cache_hit": 400.0}}
     assert "not cold" in check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
                                         Evidence())
-    longer = ArmRep(np.ones(100), 100 * 140, 1.0, good, 1)
-    shorter = ArmRep(np.ones(100), 100 * 128, 1.0, good, 1)
-    assert "output lengths differ" in check_evidence(
-        {"accelerated": longer, "baseline": shorter}, Evidence())
+    lying = rep(good, np.ones(100), PhaseTokens(128, 100, 100, 100))
+    assert "token counts disagree" in check_evidence(
+        {"accelerated": lying, "baseline": rep(good)}, Evidence())
     not_restarted = {**good, "cold_restart": False}
     assert "restart was not cold" in check_evidence(
         {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -24,6 +25,8 @@ from harness.verdict import SIGNOFF_REASON, Verdict
 
 LOOKS = planned_looks(3, 8)
 PLAN = look_plan(LOOKS, 0.95)
+SEED = Criteria(ttft_p50_drop=0.25, throughput_gain=0.29, band_top=0.40,
+                max_failed_share=0.02)  # the site config's defaults
 
 
 def cell(seed: int, drop: float, gain: float, *, pairs: int = 8, m: int = 64,
@@ -47,7 +50,7 @@ def cell(seed: int, drop: float, gain: float, *, pairs: int = 8, m: int = 64,
 def decide(base: list[RepSample], acc: list[RepSample], look: int | None = None,
            seed: int = 1, criteria: Criteria | None = None) -> CellDecision:
     look = len(base) if look is None else look
-    return decide_cell(base[:look], acc[:look], criteria or Criteria(), look=look,
+    return decide_cell(base[:look], acc[:look], criteria or SEED, look=look,
                        looks=LOOKS, seed=seed, plan=PLAN)
 
 
@@ -72,7 +75,7 @@ def test_each_criterion_keeps_the_look_that_cleared_it() -> None:
     """The drop clears early, the gain (close to its threshold) only later: the cell
     passes when the second one clears, reporting each interval from its own look."""
     base, acc = cell(15, drop=0.5, gain=0.33)
-    history = decide_looks(base, acc, Criteria(), look=8, looks=LOOKS, seed=3, plan=PLAN)
+    history = decide_looks(base, acc, SEED, look=8, looks=LOOKS, seed=3, plan=PLAN)
     last = history[-1]
     assert last.verdict is Verdict.PASS
     at = last.details["decided_at"]
@@ -81,7 +84,7 @@ def test_each_criterion_keeps_the_look_that_cleared_it() -> None:
     first = next(h for h in history if h.repetitions == at["drop"])
     assert last.drop == first.drop                       # the deciding interval
     assert all(h.verdict is Verdict.INCONCLUSIVE and not h.final for h in history[:-1])
-    assert decide_cell(base, acc, Criteria(), look=8, looks=LOOKS, seed=3) == last
+    assert decide_cell(base, acc, SEED, look=8, looks=LOOKS, seed=3) == last
 
 
 def test_clear_fail_is_stop_loss() -> None:
@@ -123,7 +126,8 @@ def test_failed_requests_count_as_infinitely_slow() -> None:
     """40 % failures in the accelerated arm: its p50 moves up to the 83rd percentile of
     its successful requests, which eats the 0.45 drop; dropping them would PASS."""
     base, acc = cell(6, drop=0.45, gain=0.34, fail_acc=0.4)
-    d = decide(base, acc)
+    # The statistic itself, with the failed-share guard opened (a site cannot open it).
+    d = decide(base, acc, criteria=dataclasses.replace(SEED, max_failed_share=0.5))
     finite = np.concatenate([r.ttft[np.isfinite(r.ttft)] for r in acc])
     assert d.ttft_p50_accelerated > float(np.median(finite)) * 1.2
     assert d.verdict is not Verdict.PASS
@@ -170,13 +174,13 @@ def test_level_and_plan_facts_per_look() -> None:
     levels = [decide(base, acc, look=k).level for k in LOOKS]
     assert levels == sorted(levels, reverse=True)   # early looks demand more confidence
     assert all(0.9 < lv < 1.0 for lv in levels)
-    fresh = decide_cell(base, acc, Criteria(), look=8, looks=LOOKS, seed=1)
+    fresh = decide_cell(base, acc, SEED, look=8, looks=LOOKS, seed=1)
     assert fresh == decide(base, acc, look=8)       # a passed plan changes nothing
 
 
 def test_details_are_json_able() -> None:
     base, acc = cell(11, drop=0.45, gain=0.34, fail_acc=0.02)
-    d = decide(base, acc)
+    d = decide(base, acc, criteria=dataclasses.replace(SEED, max_failed_share=0.05))
     text = json.dumps(d.details, allow_nan=False)
     back = json.loads(text)
     assert back["n_boot"] == 2000 and back["looks"] == LOOKS
@@ -210,7 +214,7 @@ def test_impossible_input_raises_measurement_error(case: str) -> None:
     elif case == "no_requests":
         acc[0] = RepSample(np.array([]), 0, 1.0)
     with pytest.raises(MeasurementError):
-        decide_cell(base, acc, Criteria(), look=look, looks=looks, seed=1,
+        decide_cell(base, acc, SEED, look=look, looks=looks, seed=1,
                     plan=PLAN if case == "plan" or looks == LOOKS else None,
                     confidence=0.9 if case == "plan" else 0.95)
 
@@ -219,7 +223,7 @@ def test_a_cleared_criterion_contradicted_later_is_not_decided() -> None:
     """Edge case of the replay: the drop cleared at 4 pairs, but at 7 its interval lies
     wholly below the threshold (the cell drifted). Neither PASS nor STOP-LOSS."""
     base, acc = cell(14, drop=0.3, gain=0.33, pairs=7)
-    c = _Cell(base, acc, Criteria(), PLAN, 2000, 1, 0.95)
+    c = _Cell(base, acc, SEED, PLAN, 2000, 1, 0.95)
     cleared = Estimate(0.40, 0.30, 0.50, Verdict.PASS)
     now = Estimate(0.10, 0.02, 0.18, Verdict.STOP_LOSS)
     gain = Estimate(0.33, 0.28, 0.38, Verdict.INCONCLUSIVE)
@@ -231,6 +235,18 @@ def test_a_cleared_criterion_contradicted_later_is_not_decided() -> None:
 
 def test_a_final_earlier_look_is_kept() -> None:
     base, acc = cell(15, drop=0.5, gain=0.34)
-    history = decide_looks(base, acc, Criteria(), look=8, looks=LOOKS, seed=2, plan=PLAN)
+    history = decide_looks(base, acc, SEED, look=8, looks=LOOKS, seed=2, plan=PLAN)
     assert history[-1].final and history[-1].repetitions < 8
-    assert decide_cell(base, acc, Criteria(), look=8, looks=LOOKS, seed=2) == history[-1]
+    assert decide_cell(base, acc, SEED, look=8, looks=LOOKS, seed=2) == history[-1]
+
+
+def test_a_criterion_not_applied_neither_passes_nor_fails_the_cell() -> None:
+    """A layout judged on throughput only: a TTFT that misses its threshold does not stop
+    it, and the cell passes on the gain alone (the config marks that as weaker)."""
+    base, acc = cell(5, drop=0.05, gain=0.36)
+    assert decide(base, acc).verdict is Verdict.STOP_LOSS
+    gain_only = dataclasses.replace(SEED, applied=("gain",))
+    d = decide(base, acc, criteria=gain_only)
+    assert d.verdict is Verdict.PASS and "only criterion applied" in d.reason
+    with pytest.raises(MeasurementError, match="drop and/or gain"):
+        decide(base, acc, criteria=dataclasses.replace(SEED, applied=()))

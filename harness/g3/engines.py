@@ -1,0 +1,261 @@
+"""What actually runs behind each arm's endpoints, and that nothing is left running.
+
+After every start or restart action the engine process listening on each instance's
+port is read from /proc on its host (argv, environment, start time) together with what
+the server says about itself (/v1/models, /version, /metrics info labels). The two arms'
+facts are compared key by key; only the differences `arms.accelerated.differs_by` allows
+may remain (harness/g3/identity.py). Every process seen is recorded in the store, so the
+run stops it at its end, and the next run, resume or abort of the campaign stops whatever
+a killed run left behind. Before a run or a resume, both arms' stop actions run and every
+endpoint must be down.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.config.inventory import Inventory
+from harness.config.models import Layout, SiteConfig
+from harness.errors import GateError, InfrastructureError, MeasurementError, TransportError
+from harness.g3.arms import ArmControl, Endpoint, endpoints
+from harness.g3.identity import ArmComparison, compare_arms, engine_facts, server_config
+from harness.g3.plan import ARMS
+from harness.probes.process import (
+    ProcessInfo,
+    is_alive,
+    listeners,
+    root_process,
+    stop_process,
+)
+from harness.store import Store
+from harness.store import engines as store_engines
+from harness.store import runs as store_runs
+
+# Processes that forward a port to an engine gate cannot see (a container's, a remote
+# one): their argv says nothing about the engine's configuration.
+FORWARDERS = ("docker-proxy", "rootlessport", "slirp4netns", "socat", "kubectl", "haproxy",
+              "nginx", "envoy", "sshd")
+STOP_GRACE = 30.0  # seconds a stop action's process may take to exit before gate stops it
+Event = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One arm's engines right after a start or restart: facts per instance, and why
+    some could not be read (any such problem keeps the arms from being compared)."""
+
+    arm: str
+    layout: str
+    facts: list[dict[str, str]]
+    problems: list[str] = field(default_factory=list)
+
+
+def _get(url: str, timeout: float = 10.0) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            text: str = resp.read().decode("utf-8", "replace")
+            return text if resp.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def read_server(url: str) -> dict[str, str]:
+    """What the server reports about its own configuration (empty when it says nothing)."""
+    return server_config(_json(_get(url + "/v1/models")), _json(_get(url + "/version")),
+                         _get(url + "/metrics") or "")
+
+
+@dataclass
+class EngineWatch:
+    """Reads, records and stops the engines of one gate run."""
+
+    config: SiteConfig
+    inventory: Inventory
+    pool: Any  # harness.transport.TransportPool
+    store: Store
+    run_id: int
+    event: Event
+
+    def _process(self, ep: Endpoint, layout: Layout) -> tuple[ProcessInfo | None, str]:
+        """The engine listening on the instance's port, or why it cannot be seen."""
+        port = layout.instances[ep.instance].port
+        where = f"{ep.host}:{port}"
+        if ep.host not in self.inventory.hosts:
+            return None, f"{where}: host not in the inventory, its process cannot be read"
+        transport = self.pool.get(ep.host)
+        try:
+            try:
+                found = listeners(transport, port)
+                hidden = any(p.env is None for p in found)
+            except MeasurementError:  # a socket of another user's process
+                hidden = True
+            if hidden:  # an engine run as another user: read it with sudo
+                found = listeners(transport, port, sudo=True)
+            if not found:
+                return None, f"{where}: no process listens there (another network namespace?)"
+            proc = root_process(found)  # the server, not the workers that share its socket
+        except GateError as exc:
+            return None, f"{where}: {exc.one_line()}"
+        if proc.comm in FORWARDERS or (proc.argv and proc.argv[0].rsplit("/", 1)[-1]
+                                       in FORWARDERS):
+            return proc, (f"{where}: the listening process is {proc.comm}, a forwarder: "
+                          "the engine's own argv and environment are not visible")
+        if proc.env is None:
+            return proc, f"{where}: the environment of pid {proc.pid} is not readable"
+        return proc, ""
+
+    def observe(self, arm: str, layout: Layout, *, as_fact: bool = False) -> Observation:
+        """Read (and record) every instance's engine of the arm; call after start/restart.
+        `as_fact`: also store the reading as a host fact (the preflight's, which the
+        report shows; a pair's readings are stored with its measured phases)."""
+        facts, problems = [], []
+        check_process = self.config.gates.g3.engine_process_check
+        for ep in endpoints(self.config, self.inventory, arm, layout):
+            proc, problem = self._process(ep, layout)
+            if proc is not None:
+                store_engines.record_engine(
+                    self.store, self.run_id, host=ep.host, pid=proc.pid,
+                    start_ticks=proc.start_ticks, arm=arm, layout=layout.name,
+                    instance=ep.instance, url=ep.url)
+            server = read_server(ep.url)
+            if check_process:
+                if problem:
+                    problems.append(problem)
+                argv = list(proc.argv) if proc is not None else []
+                env = dict(proc.env or {}) if proc is not None else {}
+            else:
+                argv, env = [], {}
+            f = engine_facts(argv, env, server)
+            facts.append(f)
+            if as_fact:
+                store_runs.add_host_fact(
+                    self.store, self.run_id, host=ep.host,
+                    key=f"engine identity {arm} {layout.name}#{ep.instance}",
+                    value={"pid": proc.pid if proc else None, "url": ep.url, "facts": f,
+                           "problem": problem})
+        return Observation(arm, layout.name, facts, problems)
+
+    def compare(self, base: Observation, acc: Observation) -> ArmComparison:
+        assert self.config.arms is not None
+        return compare_arms(base.facts, acc.facts, self.config.arms.accelerated.differs_by)
+
+    # -- stopping ------------------------------------------------------------------------
+    def _stop(self, proc: store_engines.EngineProcess, grace: float, why: str) -> None:
+        """Make sure a recorded process is gone; stop it if it is not (never another
+        process that reused its pid: the start ticks must match)."""
+        if proc.host not in self.inventory.hosts:
+            return
+        transport = self.pool.get(proc.host)
+        deadline = time.monotonic() + grace
+        while is_alive(transport, proc.pid, proc.start_ticks):
+            if time.monotonic() >= deadline:
+                try:
+                    outcome: str = stop_process(transport, proc.pid, proc.start_ticks)
+                except TransportError:  # another user's engine (started with become)
+                    outcome = stop_process(transport, proc.pid, proc.start_ticks, sudo=True)
+                self.event(source="harness", name=f"stop engine pid {proc.pid} ({why})",
+                           host=proc.host, status="ok", message=outcome)
+                store_engines.mark_gone(self.store, proc.id, f"{why}: {outcome}")
+                return
+            time.sleep(0.2)
+        store_engines.mark_gone(self.store, proc.id, "gone")
+
+    def stopped(self, arm: str, layout: Layout) -> None:
+        """After an arm's stop action: its recorded engines are gone, or gate stops them."""
+        for proc in store_engines.open_engines(self.store, run_id=self.run_id):
+            if (proc.arm, proc.layout) == (arm, layout.name):
+                self._stop(proc, STOP_GRACE, f"still running after the {arm} stop action")
+
+    def sweep(self, campaign_id: int | None = None) -> None:
+        """Stop every recorded engine still running: this run's at its end, or (with a
+        campaign) whatever earlier runs of the campaign left behind."""
+        open_ = store_engines.open_engines(
+            self.store, run_id=None if campaign_id is not None else self.run_id,
+            campaign_id=campaign_id)
+        for proc in open_:
+            try:
+                self._stop(proc, 0.0, "left running" if campaign_id is not None
+                           else "still running at the end of its run")
+            except GateError as exc:  # one unreachable host must not keep the others up
+                self.event(source="harness", name=f"stop engine pid {proc.pid}",
+                           host=proc.host, status="failed", message=exc.one_line())
+
+
+def endpoint_answers(url: str, timeout: float = 2.0) -> bool:
+    """Does anything accept a TCP connection at the URL's host and port?"""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def clean_slate(watch: EngineWatch, control: ArmControl, layouts: list[Layout],
+                campaign_id: int) -> None:
+    """Before a run, a resume or an abort: what earlier runs left is stopped, both arms'
+    stop actions run on every layout, and every endpoint must be down."""
+    watch.sweep(campaign_id=campaign_id)
+    for layout in layouts:
+        for arm in ARMS:
+            control.stop(arm, layout)
+    for layout in layouts:
+        for inst in layout.instances:
+            # The engine's own port (a declared endpoint may be a proxy in front of it).
+            address = watch.inventory.host(inst.host).address \
+                if inst.host in watch.inventory.hosts else inst.host
+            url = f"{inst.scheme}://{address}:{inst.port}"
+            if endpoint_answers(url):
+                raise InfrastructureError(
+                    f"{url} still answers after both arms' stop actions: something gate did "
+                    "not start is serving there", host=inst.host, stage="clean slate",
+                    hint="stop it (or fix the arms' stop actions), then run again")
+
+
+def release_engines(loaded: Any, inventory: Inventory, store: Store, run_id: int, *,
+                    sudo_password: str | None) -> list[str]:
+    """`gate runs abort`: stop what the dead run left running (the clean slate a resume
+    or a new run starts from). Returns what the user should know."""
+    from harness.g3.arms import transport_action_runner
+    from harness.g3.plan import layouts
+    from harness.transport import TransportPool
+
+    config: SiteConfig = loaded.config
+
+    def event(**fields: Any) -> None:
+        store_runs.add_event(store, run_id, **fields)
+
+    pool = TransportPool(inventory, known_hosts=loaded.known_hosts_path,
+                         sudo_password=sudo_password)
+    try:
+        runner = transport_action_runner(pool, inventory, loaded.known_hosts_path,
+                                         loaded.base / "artifacts" / f"run-{run_id}", event,
+                                         become_password=sudo_password)
+        watch = EngineWatch(config, inventory, pool, store, run_id, event)
+        run = store_runs.get_run(store, run_id)
+        try:
+            clean_slate(watch, ArmControl(config, inventory, runner), layouts(config),
+                        run.campaign_id)
+        except GateError as exc:
+            return [f"engines: {exc.one_line()}"]
+        return ["engines: both arms' stop actions ran; every endpoint is down"]
+    finally:
+        pool.close()

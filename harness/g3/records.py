@@ -1,0 +1,126 @@
+"""What G3 writes to the store and reads back on a resume: one arm's measured phase
+(ArmRep), the phase parameters, the cell's decision row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.config.models import SiteConfig
+from harness.errors import MeasurementError
+from harness.g3.plan import ARMS, Cell
+from harness.g3.rules import FIXED_OUTPUT_BODY, PhaseTokens, phase_tokens
+from harness.loadgen.records import RequestRecord
+from harness.store import writer
+
+
+@dataclass
+class ArmRep:
+    """One arm's measured phase of one repetition, as the decision needs it."""
+
+    ttft: np.ndarray
+    lengths: PhaseTokens
+    wall_time: float
+    evidence: dict[str, Any]
+    benchmark_id: int
+    # The engines' facts right after the cold restart (harness/g3/identity.py), and why
+    # some could not be read.
+    facts: list[dict[str, str]] = field(default_factory=list)
+    fact_problems: list[str] = field(default_factory=list)
+
+    @property
+    def output_tokens(self) -> int:
+        """Tokens the throughput counts: the fixed length x responses that reached it."""
+        return self.lengths.tokens
+
+
+def ttfts(records: list[Any]) -> np.ndarray:
+    vals = [r.ttft if r.ok and r.ttft is not None else np.inf
+            for r in records if not r.warmup]
+    if not vals:
+        raise MeasurementError("measured phase produced no requests", stage="measured")
+    return np.asarray(vals, dtype=float)
+
+
+def completed_reps(store: Any, run_id: int, cell: Cell,
+                   fixed: int) -> dict[int, dict[str, ArmRep]]:
+    """For `gate resume`: the pairs whose both measured phases finished in this run, read
+    back exactly as they were judged when measured."""
+    found: dict[int, dict[str, ArmRep]] = {}
+    for b in writer.benchmarks(store, run_id):
+        if (b.layout, b.tier, b.phase, b.status) != (cell.layout.name, cell.tier, "measured",
+                                                     "FINISHED"):
+            continue
+        records = [RequestRecord.from_row(r) for r in writer.requests(store, b.id)]
+        identity = b.summary.get("identity") or {}
+        found.setdefault(b.repetition, {})[b.arm] = ArmRep(
+            ttfts(records), phase_tokens(records, fixed), float(b.duration or 0.0),
+            dict(b.summary.get("evidence", {})), b.id,
+            list(identity.get("facts") or []), list(identity.get("problems") or []))
+    return {rep: pair for rep, pair in found.items() if set(pair) == set(ARMS)}
+
+
+def store_batch(store: Any, bench: int) -> Callable[[list[Any]], None]:
+    def store_rows(records: list[Any]) -> None:
+        writer.insert_requests(store, bench, [r.to_row() for r in records])
+
+    return store_rows
+
+
+def phase_params(specs: list[Any], urls: list[str], cfg: SiteConfig,
+                 workload: Any) -> dict[str, Any]:
+    return {"docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
+            "endpoints": urls, "api": cfg.workload.api,
+            "max_tokens": cfg.workload.max_tokens,
+            "fixed_output": {"max_tokens": cfg.workload.max_tokens, **FIXED_OUTPUT_BODY},
+            "calibrated": bool(getattr(workload, "calibrated", False)),
+            "prompt_tokens": [s.prompt_tokens for s in specs][:512]}
+
+
+def phase_summary(result: Any) -> dict[str, Any]:
+    s = result.summary
+    out: dict[str, Any] = jsonable(s.to_dict() if hasattr(s, "to_dict") else dict(vars(s)))
+    return out
+
+
+def store_cell(store: Any, run_id: int, cfg: SiteConfig, cell: Cell, d: Any,
+               reps: list[dict[str, ArmRep]], override: str = "",
+               override_verdict: str = "INCONCLUSIVE") -> None:
+    writer.upsert_cell(store, run_id, {
+        "layout": cell.layout.name, "tier": cell.tier,
+        "verdict": override_verdict if override else d.verdict.value,
+        "reason": override or d.reason, "repetitions": d.repetitions,
+        "n_baseline": d.n_baseline, "n_accelerated": d.n_accelerated,
+        "ttft_p50_baseline": finite(d.ttft_p50_baseline),
+        "ttft_p50_accelerated": finite(d.ttft_p50_accelerated),
+        "drop": finite(d.drop.value), "drop_lo": finite(d.drop.lo),
+        "drop_hi": finite(d.drop.hi), "thr_baseline": d.thr_baseline,
+        "thr_accelerated": d.thr_accelerated, "gain": finite(d.gain.value),
+        "gain_lo": finite(d.gain.lo), "gain_hi": finite(d.gain.hi),
+        "confidence": cfg.gates.g3.confidence, "rule": d.rule,
+        "details": {**jsonable(d.details), "needs_signoff": d.needs_signoff,
+                    "level": d.level, "drop_verdict": d.drop.verdict.value,
+                    "gain_verdict": d.gain.verdict.value,
+                    "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps]},
+    })
+
+
+def finite(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def jsonable(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {str(k): jsonable(v) for k, v in d.items()}
+    if isinstance(d, list | tuple):
+        return [jsonable(v) for v in d]
+    if isinstance(d, float | np.floating):
+        return float(d) if np.isfinite(d) else None
+    if isinstance(d, np.integer):
+        return int(d)
+    if isinstance(d, np.ndarray):
+        return jsonable(d.tolist())
+    return d
