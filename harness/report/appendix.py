@@ -14,8 +14,8 @@ from harness.report.redact import redact, redact_args
 
 MAX_FACTS = 400
 DEFINITIONS = ("ttft", "ttft_text", "tpot", "e2el", "throughput", "drop", "gain", "ci",
-               "stop_loss", "inconclusive", "partial", "forced", "simulated", "signed",
-               "storage", "evidence", "window")
+               "stop_loss", "inconclusive", "partial", "forced", "simulated", "signed", "weakened",
+               "differs_by", "storage", "evidence", "window")
 
 
 def _text(value: Any, limit: int = 300) -> str:

@@ -7,14 +7,29 @@ import time
 
 import pandas as pd
 
-from harness.report import fmt
+from harness.report import fmt, page1
 from harness.report.appendix import build_appendix
 from harness.report.fonts import Fonts
-from harness.report.frames import RunFrames, RunInfo, campaign_info, gate_runs, load_run
+from harness.report.frames import (
+    RunFrames,
+    RunInfo,
+    campaign_info,
+    gate_attempts,
+    gate_runs,
+    load_run,
+)
 from harness.report.i18n import Translator, translator
-from harness.report.model import Badge, Criterion, Finding, Report, Signoff, TrendSection
+from harness.report.model import (
+    Badge,
+    Criterion,
+    Finding,
+    GateAttempts,
+    Report,
+    Signoff,
+    TrendSection,
+)
 from harness.report.sections import Context, Contribution, builder_for
-from harness.report.sections.base import badge, gate_title
+from harness.report.sections.base import badge, gate_title, kind_title, run_notes
 from harness.report.sections.g3 import cell_level, ci_label
 from harness.report.trends import trend_section
 from harness.store.db import Store
@@ -41,28 +56,6 @@ def _history(store: Store, runs: pd.DataFrame, current: RunFrames) -> list[RunFr
     return [*earlier, current]
 
 
-def _signoffs(frames: RunFrames, t: Translator) -> list[Signoff]:
-    return [Signoff(run_id=frames.run.id, gate=frames.run.gate or "—",
-                    role=t(f"role.{s.role}") if f"role.{s.role}" in t.messages else str(s.role),
-                    name=str(s.name), date=fmt.when(s.at), note=str(s.note or ""))
-            for s in frames.signoffs.itertuples(index=False)]
-
-
-def _page1_marks(frames: RunFrames, t: Translator) -> tuple[list[str], list[str]]:
-    r = frames.run
-    gate = r.gate or "—"
-    progress = [t("page1.in_progress", {"gate": gate, "run": r.id,
-                                        "heartbeat": fmt.when(r.heartbeat_at)})
-                ] if r.status == "RUNNING" else []
-    marks = []
-    if r.forced:
-        marks.append(t("page1.forced", {"gate": gate, "run": r.id}))
-    if r.partial:
-        marks.append(t("page1.partial", {"gate": gate, "run": r.id, "n": r.checks_selected,
-                                         "m": r.checks_total}))
-    return progress, marks
-
-
 def _operator(infos: list[RunInfo]) -> str:
     names: list[str] = []
     for r in infos:
@@ -83,7 +76,9 @@ def _period(infos: list[RunInfo]) -> str:
 
 def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
               customer: str, campaign: str, main: list[RunFrames], badges: list[Badge],
-              trends: list[TrendSection], ident: str) -> Report:
+              trends: list[TrendSection], ident: str, not_a_gate: str = "",
+              not_a_gate_notes: list[str] | None = None,
+              attempts: list[GateAttempts] | None = None) -> Report:
     ctx = Context(t=t, fonts=fonts)
     contributions: list[Contribution] = [builder_for(f.run.gate).build(f, ctx) for f in main]
     criteria: list[Criterion] = [c for x in contributions for c in x.criteria]
@@ -91,11 +86,13 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
     progress: list[str] = []
     marks: list[str] = []
     signoffs: list[Signoff] = []
-    for f in main:
-        p, m = _page1_marks(f, t)
+    accepted: list[str] = []
+    for f, x in zip(main, contributions, strict=True):
+        p, m = page1.progress_and_marks(f, t)
         progress += p
         marks += m
-        signoffs += _signoffs(f, t)
+        signoffs += page1.signoffs(f, t, x.accepts_short)
+        accepted += page1.accepted(f, t, x.accepts)
     simulated = any(f.run.simulated for f in main)
     confidences = [cell_level(c) for f in main for c in f.cells.itertuples(index=False)]
     stamp = t("stamp.simulated") if simulated else ""
@@ -110,12 +107,26 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
         sections=[c.section for c in contributions], trends=trends,
         appendix=build_appendix(main, t, translator("en"), translator("zh")),
         font_stack=fonts.css_stack(),
-        footer=t("footer", {"site": site, "ident": ident}))
+        footer=t("footer", {"site": site, "ident": ident}),
+        not_a_gate=not_a_gate, not_a_gate_notes=not_a_gate_notes or [],
+        attempts=attempts or [], accepted=accepted,
+        settings=[x.settings for x in contributions if x.settings is not None],
+        arms=[x.arms for x in contributions if x.arms is not None])
+
+
+def _attempts(store: Store, campaign: str, main: list[RunFrames],
+              t: Translator) -> list[GateAttempts]:
+    """Every attempt of each gate the report stands on, the standing run marked."""
+    this = {f.run.id for f in main}
+    gates = [g for g in GATES if any(f.run.gate == g for f in main)]
+    return [page1.gate_attempts(g, gate_attempts(store, campaign, g), this, t) for g in gates]
 
 
 def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> Report:
     frames = load_run(store, run_id)
     r = frames.run
+    if r.kind != "gate":
+        return _not_a_gate_report(frames, t, fonts)
     runs = gate_runs(store, r.campaign)
     badges = []
     for gate in GATES:
@@ -133,7 +144,21 @@ def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> 
                             "run": r.id})
     return _assemble(kind="run", t=t, fonts=fonts, title=title, site=r.site,
                      customer=r.customer, campaign=r.campaign, main=[frames], badges=badges,
-                     trends=trends, ident=t("footer_run", {"run": r.id}))
+                     trends=trends, ident=t("footer_run", {"run": r.id}),
+                     attempts=_attempts(store, r.campaign, [frames], t))
+
+
+def _not_a_gate_report(frames: RunFrames, t: Translator, fonts: Fonts) -> Report:
+    """A bench or an import: its cover says what it is and shows its own badge (recorded,
+    or ERROR), never a gate's: such a run is measured, not judged, and opens no gate."""
+    r = frames.run
+    what = kind_title(t, r.kind)
+    title = t("title.run_other", {"site": r.site, "what": what, "run": r.id})
+    return _assemble(kind="run", t=t, fonts=fonts, title=title, site=r.site,
+                     customer=r.customer, campaign=r.campaign, main=[frames],
+                     badges=[badge(r, r.kind, t)], trends=[],
+                     ident=t("footer_run", {"run": r.id}), not_a_gate=what,
+                     not_a_gate_notes=[t("kind.note"), *run_notes(r, t)])
 
 
 def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fonts) -> Report:
@@ -156,4 +181,5 @@ def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fon
     title = t("title.campaign", {"site": info.site, "campaign": info.name})
     return _assemble(kind="campaign", t=t, fonts=fonts, title=title, site=info.site,
                      customer=info.customer, campaign=info.name, main=main, badges=badges,
-                     trends=trends, ident=t("footer_campaign", {"campaign": info.name}))
+                     trends=trends, ident=t("footer_campaign", {"campaign": info.name}),
+                     attempts=_attempts(store, info.name, main, t))

@@ -98,8 +98,11 @@ def run_info(store: Store, run_id: int) -> RunInfo:
         SiteRow, SiteRow.id == CampaignRow.site_id).where(CampaignRow.id == row.campaign_id)
     with store.engine.connect() as conn:
         campaign, site, customer = conn.execute(place).one()
-        signed = conn.execute(select(SignoffRow.id).where(
-            SignoffRow.run_id == run_id, SignoffRow.role == "reviewer")).first() is not None
+        # As effective_verdict counts it: a reviewer's sign-off made after the run's
+        # result (a resumed run's new result needs a new one).
+        signed = row.finished_at is not None and conn.execute(select(SignoffRow.id).where(
+            SignoffRow.run_id == run_id, SignoffRow.role == "reviewer",
+            SignoffRow.at >= row.finished_at)).first() is not None
     return RunInfo(
         id=row.id, gate=row.gate, kind=row.kind, status=row.status, verdict=row.verdict,
         effective=store_runs.effective_verdict(store, row), signed=signed,
@@ -138,7 +141,7 @@ def load_run(store: Store, run_id: int, *, with_requests: bool = True) -> RunFra
     checks = _read(store, select(c.nodeid, c.name, c.host, c.outcome, c.message, c.expected,
                                  c.measured, c.stage, c.duration, c.finished_at)
                    .where(c.run_id == run_id).order_by(c.id))
-    signoffs = _read(store, select(s.role, s.name, s.note, s.at)
+    signoffs = _read(store, select(s.role, s.name, s.note, s.at, s.os_user, s.hostname)
                      .where(s.run_id == run_id).order_by(s.id))
     facts = _read(store, select(f.host, f.key, f.value, f.simulated)
                   .where(f.run_id == run_id).order_by(f.host, f.key, f.id))
@@ -183,11 +186,13 @@ def campaign_info(store: Store, campaign: str) -> CampaignInfo:
 
 
 def gate_runs(store: Store, campaign: str) -> pd.DataFrame:
-    """The campaign's gate runs (id, gate, status, partial, started_at), oldest first."""
+    """The campaign's gate runs (id, gate, status, partial, started_at), oldest first; a
+    run of a custom suite never stands for a gate (harness.campaign.gate_states)."""
     r = RunRow
     q = (select(r.id, r.gate, r.status, r.partial, r.started_at)
          .join(CampaignRow, CampaignRow.id == r.campaign_id)
-         .where(CampaignRow.name == campaign, r.kind == "gate")
+         .where(CampaignRow.name == campaign, r.kind == "gate",
+                or_(r.suite == "", r.suite.is_(None)))
          .order_by(r.started_at, r.id))
     return _read(store, q)
 
@@ -198,3 +203,32 @@ def campaign_run_ids(store: Store, campaign: str) -> list[int]:
          .where(CampaignRow.name == campaign).order_by(RunRow.id))
     with store.engine.connect() as conn:
         return [int(x) for x in conn.scalars(q)]
+
+
+@dataclass(frozen=True)
+class AttemptInfo:
+    """One run of a gate, as page 1 lists every attempt."""
+
+    id: int
+    status: str
+    effective: str
+    needs_signoff: bool
+    forced: bool
+    partial: bool
+    simulated: bool
+    started_at: float
+    finished_at: float | None
+
+
+def gate_attempts(store: Store, campaign: str, gate: str) -> list[AttemptInfo]:
+    """Every run of the gate in the campaign with the packaged suite (a custom suite never
+    stands as a gate's verdict), oldest first, each with its effective verdict: as
+    `gate status` lists them, since each attempt is another chance of a wrong PASS."""
+    rows = [r for r in store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
+            if not r.suite]
+    rows.sort(key=lambda r: (r.started_at, r.id))
+    return [AttemptInfo(id=r.id, status=r.status,
+                        effective=store_runs.effective_verdict(store, r),
+                        needs_signoff=bool(r.needs_signoff), forced=bool(r.forced),
+                        partial=bool(r.partial), simulated=bool(r.simulated),
+                        started_at=r.started_at, finished_at=r.finished_at) for r in rows]

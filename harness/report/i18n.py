@@ -19,8 +19,10 @@ from harness.report.resources import read_text
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
 
-# Verdict tokens the report knows; "NOT_RUN" and "RUNNING" are report states, not verdicts.
-VERDICT_TOKENS = ("PASS", "STOP-LOSS", "INCONCLUSIVE", "ERROR", "RUNNING", "NOT_RUN", "SKIPPED")
+# Verdict tokens the report knows; "NOT_RUN", "RUNNING" and "RECORDED" (a bench / import:
+# measured, nothing decided) are report states, not verdicts.
+VERDICT_TOKENS = ("PASS", "STOP-LOSS", "INCONCLUSIVE", "ERROR", "RUNNING", "NOT_RUN", "SKIPPED",
+                  "RECORDED")
 
 
 def _flatten(prefix: str, node: Any, out: dict[str, str]) -> None:

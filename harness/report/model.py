@@ -2,6 +2,11 @@
 
 Templates render only this. It is also written into evidence packs as JSON, so its shape
 is versioned: bump SCHEMA_VERSION when a field changes meaning or disappears.
+
+2: page 1 carries each G3 run's decision settings that differ from the defaults, what
+   differed between the arms' engines, every attempt of each gate, and which sign-off
+   accepted what; a reviewer's sign-off counts (marks, PASS (signed)) only when made after
+   the run's result, as harness.store.runs.effective_verdict counts it.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Frozen(BaseModel):
@@ -34,7 +39,7 @@ class Table(Frozen):
 class Badge(Frozen):
     gate: str
     gate_name: str
-    token: str  # PASS STOP-LOSS INCONCLUSIVE ERROR RUNNING NOT_RUN
+    token: str  # PASS STOP-LOSS INCONCLUSIVE ERROR RUNNING NOT_RUN RECORDED
     word: str  # the translated verdict word
     run_id: int | None = None
     marks: list[str] = []  # FORCED, PARTIAL n of m, signed, SIMULATED (translated)
@@ -66,6 +71,71 @@ class Signoff(Frozen):
     name: str
     date: str
     note: str
+    who: str = ""  # the OS account and host that ran `gate signoff` (user@host)
+    accepts: str = ""  # what a reviewer's sign-off accepted (weaker settings, above band)
+    counts: bool = True  # False: a reviewer's sign-off made before the run's result
+
+
+class SettingChange(Frozen):
+    """A G3 decision setting that differs from its default (harness.config.decision)."""
+
+    key: str
+    value: str
+    default: str
+    why: str
+    weakened: bool  # weaker than the default: the run needs a reviewer's sign-off
+
+
+class RunSettings(Frozen):
+    run_id: int
+    gate: str
+    changes: list[SettingChange] = []  # weakened first; empty: every setting is the default
+
+
+class ArmDifference(Frozen):
+    """A fact that differed between the arms' engines; values shortened for the page."""
+
+    instance: int | None = None  # None: the same difference on every instance
+    key: str
+    baseline: str
+    accelerated: str
+    allowed_by: str = ""  # the differs_by pattern that allowed it; "": it blocks the layout
+
+
+class ArmsLayout(Frozen):
+    """One comparison result; layouts whose arms differed alike share one."""
+
+    layouts: list[str]
+    token: str  # PASS: nothing blocks; ERROR: a difference blocks or a process went unseen;
+    #             NOT_RUN: the engines were not both read
+    differences: list[ArmDifference] = []  # allowed and blocking (noise left out)
+    notes: list[str] = []  # why the arms could not be compared, per instance (translated)
+    ignored: list[str] = []  # session-noise keys that differed and were ignored
+
+
+class ArmsCheck(Frozen):
+    """What differed between the arms of a G3 run, per layout, as read after start."""
+
+    run_id: int
+    gate: str
+    patterns: list[str]  # arms.accelerated.differs_by
+    layouts: list[ArmsLayout] = []
+
+
+class Attempt(Frozen):
+    run_id: int
+    token: str  # the effective verdict (harness.store.runs.effective_verdict)
+    word: str
+    date: str
+    marks: list[str] = []  # FORCED, PARTIAL, ABORTED, SIMULATED (translated)
+    this: bool = False  # the run this report stands on for the gate
+
+
+class GateAttempts(Frozen):
+    """Every run of a gate in the campaign (packaged suite only), oldest first."""
+
+    gate: str
+    attempts: list[Attempt]
 
 
 class Section(Frozen):
@@ -169,3 +239,11 @@ class Report(Frozen):
     appendix: Appendix
     font_stack: str
     footer: str
+    # A run that is not a gate (bench / import): what the cover says it is, why it carries
+    # no verdict, and what it recorded. Empty for gate runs and campaigns.
+    not_a_gate: str = ""
+    not_a_gate_notes: list[str] = []
+    attempts: list[GateAttempts] = []  # every attempt of each gate in the report
+    accepted: list[str] = []  # "G3 run 9 counts as PASS (signed): reviewer ... accepted ..."
+    settings: list[RunSettings] = []  # per G3 run: decision settings off their defaults
+    arms: list[ArmsCheck] = []  # per G3 run: what differed between the arms' engines

@@ -175,3 +175,39 @@ def test_export_campaign_and_usage(site: tuple[Path, dict[str, int]], tmp_path: 
     junk = tmp_path / "junk.tar.gz"
     junk.write_text("not a tar")
     assert gate(root, "export", "verify", str(junk)).returncode == 4
+
+
+def page1_text(pdf: Path) -> str:
+    out = subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"],
+                         capture_output=True, text=True, check=True).stdout
+    return " ".join(out.split())
+
+
+@pytest.mark.parametrize(("kind", "verdict", "en", "zh"), [
+    ("bench", None, "Benchmark (not a gate)", "基准测试（不是关口）"),
+    ("import", None, "Import of a vllm bench result (not a gate)",
+     "导入的 vllm bench 结果（不是关口）"),
+    ("bench", "PASS", "Benchmark (not a gate)", "基准测试（不是关口）"),  # an older harness's
+])
+def test_bench_and_import_reports_say_what_they_are_and_carry_no_pass(
+        tmp_path: Path, kind: str, verdict: str | None, en: str, zh: str) -> None:
+    """The cover of a run that is not a gate names it, shows its own `recorded` badge and
+    no gate's badge or criterion: never a PASS, whatever verdict is stored on it."""
+    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    fill.campaign(store)  # the campaign's gates passed: their badges must not show here
+    rid = runs.start_run(store, runs.NewRun(campaign="acme-2026q1", site="acme-sh",
+                                            customer="ACME", kind=kind))
+    runs.finish_run(store, rid, verdict=verdict,
+                    reason="12 requests completed")
+    store.close()
+    for lang, what, word, other in (("en", en, "recorded (no verdict)", "PASS"),
+                                    ("zh", zh, "已记录，无判定 (recorded)", "通过")):
+        pdf = tmp_path / f"r-{lang}.pdf"
+        res = gate(tmp_path, "report", str(rid), "--lang", lang, "-o", str(pdf))
+        assert res.returncode == 0, res.stderr
+        page = page1_text(pdf)
+        assert what in page and word in page, page
+        assert other not in page and "PASS" not in page, page
+        assert "12 requests completed" in page
+    body = " ".join(pdf_text(tmp_path / "r-en.pdf").split()).split("Appendix: evidence")[0]
+    assert "PASS" not in body and "not a gate" in body, body  # (the glossary defines PASS)

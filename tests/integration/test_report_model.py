@@ -169,10 +169,13 @@ def test_a_bench_run_without_gate_renders(filled: tuple[Store, dict[str, int]]) 
     writer.insert_requests(store, bid, [{"idx": 0, "scheduled": 0.0, "ttft": 0.5,
                                          "output_tokens": 16}])
     writer.finish_benchmark(store, bid, status="FINISHED", duration=2.0, summary={})
-    runs.finish_run(store, rid, verdict="PASS", reason="")
+    runs.finish_run(store, rid, verdict="PASS", reason="")  # as an older harness stored it
     rep = run_report(store, rid)
-    assert "bench" in rep.title and rep.sections[0].gate == "bench"
-    assert [b.token for b in rep.badges] == ["NOT_RUN"] * 4
+    assert "Benchmark (not a gate)" in rep.title and rep.sections[0].gate == "bench"
+    assert rep.not_a_gate == "Benchmark (not a gate)"
+    # its own badge, RECORDED: never a PASS, and no gate's badge on a bench's cover
+    assert [(b.gate, b.token) for b in rep.badges] == [("benchmark", "RECORDED")]
+    assert rep.criteria == [] and rep.findings == []
     phases = dict(rep.sections[0].tables)["Measured load phases"]
     assert phases.rows[0][-3:] == ["0.500 s", "0.500 s", "8.0 tok/s"]
     assert "bench" in render_html(rep, translator("en"))
@@ -187,3 +190,147 @@ def test_missing_run_and_campaign_are_usage_errors(filled: tuple[Store, dict[str
         run_report(store, 99999)
     with pytest.raises(UsageError, match="no campaign"):
         build_campaign_report(store, "nope", translator("en"), choose_fonts("en"))
+
+
+# -- page 1: decision settings, arms, attempts, sign-offs (weakened runs need a reviewer) --
+def test_weakened_signed_run_reads_pass_signed_for_its_weaker_settings(
+        filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rid = ids["attempts_weakened"]
+    rep = run_report(store, rid)
+    g3 = rep.badges[2]
+    assert (g3.token, g3.word, g3.run_id) == ("PASS", "PASS (signed)", rid)
+    assert "signed by a reviewer" in g3.marks
+    (line,) = rep.accepted
+    assert line.startswith(f"G3 run {rid} counts as PASS (signed): reviewer Dr. Li "
+                           "(as li@site-jump) signed it on ")
+    assert ("accepting decision settings weaker than the defaults (gates.g3.confidence 0.9 "
+            "instead of 0.95; gates.g3.evidence.min_external_hit_share 0.4 instead of 0.5)."
+            ) in line
+    assert "above" not in line  # what was accepted is the weaker settings, not a band
+    (s,) = rep.signoffs
+    assert (s.name, s.who, s.counts) == ("Dr. Li", "li@site-jump", True)
+    assert s.accepts == "decision settings weaker than the defaults"
+    assert not [f for f in rep.findings if f.gate == "G3"]
+    (settings,) = rep.settings
+    assert settings.run_id == rid
+    assert [(c.key, c.value, c.default, c.weakened) for c in settings.changes] == [
+        ("gates.g3.confidence", "0.9", "0.95", True),
+        ("gates.g3.evidence.min_external_hit_share", "0.4", "0.5", True),
+        ("gates.g3.bootstrap", "4000", "2000", False)]
+    assert settings.changes[0].why == "confidence of the decision's intervals"
+    zh = run_report(store, rid, "zh")
+    assert zh.badges[2].word == "通过，已签核 (PASS, signed)"
+    assert zh.settings[0].changes[0].why == "判定区间的置信水平"
+    assert "以 li@site-jump 执行" in zh.accepted[0] and "弱于默认值的判定设置" in zh.accepted[0]
+
+
+def test_weakened_and_above_band_sign_off_names_both(
+        filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rep = run_report(store, ids["weak_above_band"])
+    assert rep.badges[2].word == "PASS (signed)"
+    (line,) = rep.accepted
+    assert "accepting a throughput gain above the band top (40.0 %) and decision settings " \
+           "weaker than the defaults (gates.g3.confidence 0.9 instead of 0.95;" in line
+    gain = next(c for c in rep.criteria if c.criterion.startswith("Throughput gain"))
+    assert gain.result == "PASS (signed)"
+
+
+def test_unsigned_weakened_run_says_it_waits_for_a_reviewer(
+        filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rid = ids["weak_unsigned"]
+    rep = run_report(store, rid)
+    g3 = rep.badges[2]
+    assert g3.token == "INCONCLUSIVE" and "needs a reviewer's sign-off" in g3.marks
+    assert rep.accepted == []
+    (finding,) = [f for f in rep.findings if f.gate == "G3"]
+    assert finding.token == "INCONCLUSIVE"
+    assert finding.text == (
+        f"Run {rid} passed its cells and checks with decision settings weaker than the "
+        "defaults (gates.g3.confidence 0.9 instead of 0.95; "
+        "gates.g3.evidence.min_external_hit_share 0.4 instead of 0.5); it counts as "
+        f"INCONCLUSIVE until a reviewer signs it off (gate signoff {rid} --role reviewer).")
+
+
+def test_a_sign_off_before_the_result_does_not_count(
+        filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rep = run_report(store, ids["resumed"])
+    g3 = rep.badges[2]
+    assert g3.token == "INCONCLUSIVE" and g3.word == "INCONCLUSIVE"
+    assert "signed by a reviewer" not in g3.marks
+    assert "needs a reviewer's sign-off" in g3.marks
+    assert rep.accepted == []
+    (s,) = rep.signoffs
+    assert not s.counts and s.accepts == ""
+    page = render_html(rep, translator("en"))
+    assert "Made before the run&#39;s result: does not count." in page
+
+
+def test_arms_show_allowed_differences_with_their_patterns(
+        filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rep = run_report(store, ids["attempts_weakened"])
+    (arms,) = rep.arms
+    assert arms.run_id == ids["attempts_weakened"] and arms.patterns == fill.DIFFERS_BY
+    (group,) = arms.layouts  # TP8 and TP4x2 differed alike: one group
+    assert group.layouts == ["TP8", "TP4x2"] and group.token == "PASS" and not group.notes
+    rows = {d.key: d for d in group.differences}
+    assert set(rows) == {"argv:--kv-transfer-config", "env:LMCACHE_CHUNK_SIZE",
+                         "env:LMCACHE_CONFIG_FILE"}
+    kv = rows["argv:--kv-transfer-config"]
+    assert (kv.baseline, kv.allowed_by, kv.instance) == ("absent", "argv:--kv-transfer-config",
+                                                         None)
+    assert kv.accelerated.startswith('{"kv_conne') and "…" in kv.accelerated
+    assert len(kv.accelerated) <= 30 and kv.accelerated.endswith('":{}}')
+    assert (rows["env:LMCACHE_CHUNK_SIZE"].accelerated,
+            rows["env:LMCACHE_CHUNK_SIZE"].allowed_by) == ("256", "env:LMCACHE_*")
+    assert group.ignored == ["env:INVOCATION_ID", "env:PWD"]
+    page = render_html(rep, translator("en"))
+    for secret in ("sk-live-SECRETKEY", "hf_abcdefSECRET"):
+        assert secret not in page
+    # a run whose engines were never read says so instead of showing nothing
+    assert run_report(store, ids["signed"]).arms[0].layouts == []
+
+
+def test_arms_show_a_blocking_difference_as_error(filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    rep = run_report(store, ids["attempts_blocked"])
+    (arms,) = rep.arms
+    by_layout = {tuple(g.layouts): g for g in arms.layouts}
+    assert set(by_layout) == {("TP8",), ("TP4x2",)}
+    assert by_layout[("TP8",)].token == "PASS"
+    bad = by_layout[("TP4x2",)]
+    assert bad.token == "ERROR"
+    blocking = [d for d in bad.differences if not d.allowed_by]
+    assert [(d.key, d.baseline, d.accelerated, d.instance) for d in blocking] == [
+        ("argv:--gpu-memory-utilization", "0.80", "0.90", None),
+        ("server:cache_config.gpu_memory_utilization", "0.80", "0.90", None)]
+    assert bad.differences[:2] == blocking  # blocking rows first
+    assert {d.key for d in bad.differences if d.allowed_by} == {
+        "argv:--kv-transfer-config", "env:LMCACHE_CHUNK_SIZE", "env:LMCACHE_CONFIG_FILE"}
+    assert rep.settings[0].changes == []  # every setting at its default
+
+
+def test_every_attempt_of_the_gate_is_listed(filled: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filled
+    first, blocked, weak = (ids["attempts_first"], ids["attempts_blocked"],
+                            ids["attempts_weakened"])
+    rep = run_report(store, weak)
+    (g3,) = rep.attempts
+    assert g3.gate == "G3"
+    assert [(a.run_id, a.token, a.word, a.marks, a.this) for a in g3.attempts] == [
+        (first, "STOP-LOSS", "STOP-LOSS", [], False),
+        (blocked, "ERROR", "ERROR", ["FORCED"], False),
+        (weak, "PASS", "PASS (signed)", [], True)]  # the custom-suite run is no attempt
+    assert g3.attempts[0].date < g3.attempts[1].date < g3.attempts[2].date
+    camp = build_campaign_report(store, "attempts-1", translator("en"), choose_fonts("en"))
+    assert camp.badges[2].run_id == weak  # a later custom-suite run never stands for G3
+    assert [a.run_id for a in camp.attempts[0].attempts] == [first, blocked, weak]
+    assert run_report(store, ids["aborted"]).attempts[0].attempts[0].marks == ["ABORTED"]
+    assert run_report(store, ids["sim_G3"]).attempts[0].attempts[0].marks == ["SIMULATED"]
+    assert run_report(store, ids["partial"]).attempts[0].attempts[0].marks == ["PARTIAL"]
+    zh = run_report(store, blocked, "zh").attempts[0].attempts[1]
+    assert (zh.word, zh.marks, zh.this) == ("错误 (ERROR)", ["强制运行 (FORCED)"], True)

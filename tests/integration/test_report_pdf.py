@@ -117,3 +117,73 @@ def test_page_one_renders_to_png_in_both_languages(filled: tuple[Store, dict[str
                         str(tmp_path / f"page1-{lang}")], check=True)
         png = next(tmp_path.glob(f"page1-{lang}*.png"))
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_page_one_shows_settings_arms_attempts_and_sign_off_in_english(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    store, ids = filled
+    first, blocked, weak, custom = (ids["attempts_first"], ids["attempts_blocked"],
+                                    ids["attempts_weakened"], ids["attempts_custom"])
+    (pdf,) = render_run_report(store, weak, tmp_path / "weak.pdf", "en", "pdf")
+    p1 = flat(text(pdf, 1))
+    assert "PASS (signed)" in p1
+    assert (f"G3 run {weak} counts as PASS (signed): reviewer Dr. Li (as li@site-jump) signed "
+            "it on") in p1
+    assert "accepting decision settings weaker than the defaults (gates.g3.confidence 0.9 " \
+           "instead of 0.95;" in p1
+    assert "above band" not in p1 and "band top (" not in p1
+    # every attempt, oldest first; the custom-suite run is none
+    assert (f"Attempts of G3: 3 — #{first} STOP-LOSS 20") in p1
+    assert f"#{blocked} ERROR (FORCED) 20" in p1
+    assert f"#{weak} PASS (signed) 20" in p1 and "(this report)" in p1
+    assert f"#{custom} " not in p1
+    # decision settings off their defaults, the weaker ones marked
+    assert "Decision settings that differ from the defaults" in p1
+    assert p1.count("weaker than the default: needs a reviewer's sign-off") == 2
+    assert "gates.g3.confidence = 0.9 (default 0.95): confidence of the decision's" in p1
+    assert "gates.g3.bootstrap = 4000 (default 2000): bootstrap resamples per interval" in p1
+    # what differed between the arms, and what allowed it
+    assert "What differed between the arms" in p1
+    assert ("allowed to differ (arms.accelerated.differs_by): argv:--kv-transfer-config, "
+            "env:LMCACHE_*") in p1
+    assert "env:LMCACHE_CHUNK_SIZE absent 256 env:LMCACHE_*" in p1
+    assert "TP8, TP4x2" in p1 and "not allowed" not in p1
+    # the sign-off with who ran it, where, and what it accepts
+    assert "Dr. Li (as li@site-jump)" in p1
+    assert "Accepts: decision settings weaker than the defaults" in p1
+    (bad,) = render_run_report(store, blocked, tmp_path / "blocked.pdf", "en", "pdf")
+    b1 = flat(text(bad, 1))
+    assert "argv:--gpu-memory-utilization 0.80 0.90 not allowed: ERROR" in b1
+    assert "G3 run" in b1 and "every decision setting is at its default." in b1
+    assert f"#{blocked} ERROR (FORCED) 20" in b1
+
+
+def squeeze(s: str) -> str:
+    """Without any whitespace: Chinese lines wrap anywhere, even inside a word."""
+    return "".join(s.split())
+
+
+def test_page_one_shows_settings_arms_attempts_and_sign_off_in_chinese(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    store, ids = filled
+    blocked, weak = ids["attempts_blocked"], ids["attempts_weakened"]
+    (pdf,) = render_run_report(store, weak, tmp_path / "weak-zh.pdf", "zh", "pdf")
+    p1 = squeeze(text(pdf, 1))
+    for expected in (
+            f"G3 的运行 {weak} 计为通过，已签核 (PASS, signed)："
+            "评审人 Dr. Li（以 li@site-jump 执行）",
+            "接受了弱于默认值的判定设置（gates.g3.confidence 为 0.9，而非默认的 0.95；"
+            "gates.g3.evidence.min_external_hit_share 为 0.4，而非默认的 0.5）。",
+            "G3 的全部运行：3 次", "止损 (STOP-LOSS)",
+            f"#{blocked} 错误 (ERROR)【强制运行 (FORCED)】", "(本报告)",
+            "与默认值不同的判定设置",
+            "gates.g3.confidence = 0.9（默认 0.95）：判定区间的置信水平",
+            "gates.g3.bootstrap = 4000（默认 2000）：每个区间的自助法重抽样次数",
+            "两组之间的差异", "允许依据", "env:LMCACHE_CHUNK_SIZE 无 256 env:LMCACHE_*",
+            "Dr. Li（以 li@site-jump 执行）", "接受：弱于默认值的判定设置"):
+        assert squeeze(expected) in p1, expected
+    assert p1.count("弱于默认值：需要评审人签核") == 2
+    (bad,) = render_run_report(store, blocked, tmp_path / "blocked-zh.pdf", "zh", "pdf")
+    b1 = squeeze(text(bad, 1))
+    assert "argv:--gpu-memory-utilization" in b1 and "不允许：错误(ERROR)" in b1
+    assert "所有判定设置均为默认值。" in b1

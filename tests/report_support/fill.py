@@ -4,6 +4,13 @@ G1..G4 runs with checks, a G3 run with warm + measured benchmarks, request rows,
 byte counters, /metrics evidence deltas and cells; simulated, forced, partial, signed,
 running, aborted and empty variants; hostile strings in names. Run times come from a
 controllable clock (patched into harness.store.runs) so weekly trends have real dates.
+
+G3 runs can carry what the gate records about its engines (host_fact `engine identity
+{arm} {layout}#{instance}`, built with harness.g3.identity.engine_facts from a vLLM-like
+argv, environment and server config), decision settings weaker than the defaults (the run
+finished as harness.runner._finish finishes it) and a reviewer's sign-off recorded as
+`gate signoff` records it (OS account and host included). `attempts` fills a campaign in
+which G3 took three attempts (and a custom-suite run that is not one).
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ from unittest import mock
 
 import numpy as np
 
+from harness.config.decision import WEAKENED_REASON, weakened
+from harness.g3.identity import engine_facts
 from harness.store import runs, writer
 from harness.store.db import Store
+from harness.verdict import SIGNOFF_REASON
 
 HOSTILE_SITE = "ACME <script>alert('x')</script> & \"Sons\" 测试站点 ✓"
 HOSTILE_CUSTOMER = "Kunde & Co <b>bold</b> 'quoted' 客户™"
@@ -77,11 +87,12 @@ class Filled:
 def new_run(store: Store, gate: str, *, campaign: str = "acme-2026q1", site: str = "acme-sh",
             customer: str = "ACME", simulated: bool = False, forced: bool = False,
             operator: str = "Zhang San", config: dict[str, object] | None = None,
-            hosts: tuple[str, ...] = ("gpu1", "st1")) -> int:
+            hosts: tuple[str, ...] = ("gpu1", "st1"), suite: str = "") -> int:
     return runs.start_run(store, runs.NewRun(
         campaign=campaign, site=site, customer=customer, kind="gate", gate=gate, forced=forced,
         simulated=simulated, operator=operator, config_json=dict(config or G3_CONFIG),
-        config_hash="ab" * 32, hosts=hosts, args=("--db", "x.db", "--token=abc123")))
+        config_hash="ab" * 32, hosts=hosts, args=("--db", "x.db", "--token=abc123"),
+        suite=suite))
 
 
 def add_checks(store: Store, run_id: int, rows: list[tuple[str, str, str, str, str]]) -> None:
@@ -225,26 +236,174 @@ SIGNED_PLANS = [CellPlan("TP8", 4, 0.38, 0.55, "INCONCLUSIVE", "above band: need
 def g3_run(store: Store, plans: list[CellPlan], *, signed: bool = False,
            simulated: bool = False, forced: bool = False, campaign: str = "acme-2026q1",
            site: str = "acme-sh", customer: str = "ACME", reps: int = 3,
-           with_series: bool = True) -> tuple[int, list[dict[str, object]]]:
+           with_series: bool = True, config: dict[str, object] | None = None,
+           engines: dict[str, dict[str, list[dict[str, str]]]] | None = None,
+           extra_checks: list[tuple[str, str, str, str, str]] | None = None,
+           signer: Signer | None = None) -> tuple[int, list[dict[str, object]]]:
+    """A G3 run; `engines` (layout -> arm -> facts per instance) are recorded as the gate
+    records them after start; with `config` weaker than the defaults, a PASS (or an
+    above-band result) is stored INCONCLUSIVE needing a sign-off, as the runner does."""
     rid = new_run(store, "G3", campaign=campaign, site=site, customer=customer,
-                  simulated=simulated, forced=forced)
+                  simulated=simulated, forced=forced, config=config)
     add_checks(store, rid, [("same model on both arms", "gpu1", "PASS", "Qwen2.5-32B",
                              "Qwen2.5-32B"), ("external cache counters exposed", "gpu1",
-                                              "PASS", "lmcache:*", "present")])
+                                              "PASS", "lmcache:*", "present"),
+                            *(extra_checks or [])])
     runs.add_host_fact(store, rid, host="gpu1", key="engine_version", value="vllm 0.11.0")
     runs.add_host_fact(store, rid, host="gpu1", key="gpu", value={"model": "H100", "count": 8})
+    for layout, arms in (engines or {}).items():
+        record_engines(store, rid, layout, arms)
     cells = add_g3_data(store, rid, plans, reps=reps, with_series=with_series,
                         run_start=runs.get_run(store, rid).started_at + 120)
-    verdicts = {str(c["verdict"]) for c in cells}
+    verdicts = {str(c["verdict"]) for c in cells} | {c[2] for c in extra_checks or []}
     verdict = next(v for v in ("STOP-LOSS", "ERROR", "INCONCLUSIVE", "PASS") if v in verdicts)
     reason = next((str(c["reason"]) for c in cells if c["verdict"] == verdict), "")
     needs = any(str(c["reason"]).startswith("above band") for c in cells)
+    if needs:
+        reason = SIGNOFF_REASON
+    weaker = [d.line() for d in weakened(config or G3_CONFIG)]
+    if weaker and (verdict == "PASS" or needs):  # as harness.runner._finish stores it
+        prior = reason if needs else ""
+        verdict, needs = "INCONCLUSIVE", True
+        reason = "; ".join([r for r in (prior, WEAKENED_REASON) if r]) + \
+            " (" + "; ".join(weaker) + ")"
     runs.finish_run(store, rid, verdict=verdict, reason=reason, needs_signoff=needs,
-                    selected=2, total=2)
+                    selected=2 + len(extra_checks or []), total=2 + len(extra_checks or []))
     if signed:
         runs.add_signoff(store, rid, role="reviewer", name="Dr. Wang <reviewer>",
                          note="baseline verified against vendor numbers & re-run")
+    if signer is not None:
+        signer.sign(store, rid)
     return rid, cells
+
+
+@dataclass(frozen=True)
+class Signer:
+    """A `gate signoff` run by `os_user` on `hostname` (both recorded by the store)."""
+
+    role: str
+    name: str
+    note: str
+    os_user: str
+    hostname: str
+
+    def sign(self, store: Store, run_id: int) -> None:
+        with mock.patch("getpass.getuser", return_value=self.os_user), \
+                mock.patch("harness.store.runs.socket.gethostname", return_value=self.hostname):
+            runs.add_signoff(store, run_id, role=self.role, name=self.name, note=self.note)
+
+
+REVIEWER = Signer("reviewer", "Dr. Li", "confidence 0.90 agreed in the contract annex",
+                  "li", "site-jump")
+
+
+# -- what runs behind each arm ------------------------------------------------------------
+KV_CONFIG = ('{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both",'
+             '"kv_connector_extra_config":{}}')
+DIFFERS_BY = ["argv:--kv-transfer-config", "env:LMCACHE_*"]
+
+
+def vllm_facts(arm: str, layout: str, instance: int, *, tp: int,
+               gpu_memory: str = "0.90") -> dict[str, str]:
+    """A vLLM + LMCache engine as gate reads it: argv, environment, what the server says."""
+    argv = ["/opt/vllm/bin/python3", "-m", "vllm.entrypoints.openai.api_server",
+            "--model", "Qwen/Qwen2.5-32B-Instruct", "--tensor-parallel-size", str(tp),
+            "--port", str(8000 + instance), "--max-num-seqs", "64",
+            "--gpu-memory-utilization", gpu_memory, "--api-key", "sk-live-SECRETKEY"]
+    env = {"PATH": "/usr/local/bin:/usr/bin", "HOME": "/home/vllm", "HF_HOME": "/data/hf",
+           "CUDA_VISIBLE_DEVICES": "0,1,2,3" if instance == 0 else "4,5,6,7",
+           "HF_TOKEN": "hf_abcdefSECRET", "INVOCATION_ID": f"{arm}-{layout}-{instance}-7f3a",
+           "PWD": f"/srv/{arm}"}
+    if arm == "accelerated":
+        argv += ["--kv-transfer-config", KV_CONFIG]
+        env.update({"LMCACHE_CONFIG_FILE": "/etc/lmcache/lmcache-fx100-tier.yaml",
+                    "LMCACHE_CHUNK_SIZE": "256"})
+    server = {"version": "0.11.0", "model.max_model_len": "40960",
+              "cache_config.block_size": "16",
+              "cache_config.gpu_memory_utilization": gpu_memory}
+    return engine_facts(argv, env, server)
+
+
+def arm_engines(layouts: dict[str, int], *,
+               slower: tuple[str, ...] = ()) -> dict[str, dict[str, list[dict[str, str]]]]:
+    """layout -> arm -> facts per instance; layouts: name -> tp (TP4x2: two instances).
+    In the `slower` layouts the baseline runs with less KV memory (a blocking difference)."""
+    out: dict[str, dict[str, list[dict[str, str]]]] = {}
+    for layout, tp in layouts.items():
+        n = 8 // tp
+        memory = "0.80" if layout in slower else "0.90"
+        out[layout] = {
+            "baseline": [vllm_facts("baseline", layout, i, tp=tp, gpu_memory=memory)
+                         for i in range(n)],
+            "accelerated": [vllm_facts("accelerated", layout, i, tp=tp) for i in range(n)]}
+    return out
+
+
+def record_engines(store: Store, run_id: int, layout: str,
+                   arms: dict[str, list[dict[str, str]]]) -> None:
+    """As harness.g3.engines.EngineWatch.observe records each instance after a start,
+    then once more after a cold restart (the report compares the first reading)."""
+    for reading in range(2):
+        for arm, instances in arms.items():
+            for i, facts in enumerate(instances):
+                again = {**facts, "env:INVOCATION_ID": f"restart-{reading}"} if reading else facts
+                runs.add_host_fact(store, run_id, host=f"gpu{i + 1}",
+                                   key=f"engine identity {arm} {layout}#{i}",
+                                   value={"pid": 4100 + 10 * reading + i,
+                                          "url": f"http://gpu{i + 1}:{8000 + i}",
+                                          "facts": again, "problem": ""})
+
+
+ARMS_CONFIG: dict[str, object] = {
+    **G3_CONFIG,
+    "arms": {"baseline": {"start": {"playbook": "serve.yml"}},
+             "accelerated": {"start": {"playbook": "serve.yml"}, "differs_by": DIFFERS_BY}},
+    "layouts": [{"name": "TP8", "tp": 8, "instances": [{"host": "gpu1", "port": 8000}]},
+                {"name": "TP4x2", "tp": 4, "instances": [{"host": "gpu1", "port": 8000},
+                                                         {"host": "gpu2", "port": 8001}]}],
+}
+WEAK_CONFIG: dict[str, object] = {
+    **ARMS_CONFIG,
+    "gates": {"g3": {"thresholds": {"ttft_p50_drop": 0.25, "throughput_gain": 0.29,
+                                    "band_top": 0.40}, "tiers": [4, 8],
+                     "confidence": 0.90, "bootstrap": 4000,
+                     "evidence": {"min_external_hit_share": 0.4}}},
+}
+LAYOUTS = {"TP8": 8, "TP4x2": 4}
+ARMS_CHECK = "test_arms_differ_only_by_the_accelerator[TP4x2]"
+
+
+def attempts(store: Store, name: str = "attempts-1") -> dict[str, int]:
+    """G3 took three attempts: a STOP-LOSS; a FORCED one whose TP4x2 baseline ran with
+    another --gpu-memory-utilization (ERROR); then a PASS with weaker decision settings,
+    stored INCONCLUSIVE until Dr. Li (as li@site-jump) signed it. A custom-suite run after
+    them is neither an attempt nor the gate's standing run."""
+    from harness.g3.identity import compare_arms
+
+    ids: dict[str, int] = {}
+    with clock_at(time.time() - 5 * DAY) as clock:
+        ids["first"], _ = g3_run(store, STOP_PLANS, campaign=name, config=ARMS_CONFIG,
+                                 engines=arm_engines(LAYOUTS))
+        clock.advance(DAY)
+        bad = arm_engines(LAYOUTS, slower=("TP4x2",))
+        cmp = compare_arms(bad["TP4x2"]["baseline"], bad["TP4x2"]["accelerated"], DIFFERS_BY)
+        ids["blocked"], _ = g3_run(
+            store, [CellPlan("TP8", 4, 0.38, 0.33, "PASS"),
+                    CellPlan("TP4x2", 4, 0.35, 0.32, "ERROR", cmp.summary())],
+            campaign=name, forced=True, config=ARMS_CONFIG, engines=bad,
+            extra_checks=[(ARMS_CHECK, "gpu1", "ERROR", "only allowed differences",
+                           cmp.summary())])
+        clock.advance(DAY)
+        ids["weakened"], _ = g3_run(store, PASS_PLANS, campaign=name, config=WEAK_CONFIG,
+                                    engines=arm_engines(LAYOUTS))
+        clock.advance(3600)
+        REVIEWER.sign(store, ids["weakened"])
+        clock.advance(DAY)
+        custom = new_run(store, "G3", campaign=name, suite="/home/li/suite sha256:0123abcd")
+        add_checks(store, custom, [("custom smoke", "gpu1", "PASS", "ok", "ok")])
+        finish_from_checks(store, custom)
+        ids["custom"] = custom
+    return ids
 
 
 def campaign(store: Store, *, simulated: bool = False, site: str = "acme-sh",
@@ -307,6 +466,26 @@ def g4_run(store: Store, *, windows: int, requests: int, simulated: bool = False
     return rid
 
 
+def signed_then_resumed(store: Store, name: str = "resumed-1") -> int:
+    """Dr. Li signed while the run stood ABORTED; `gate resume` then finished it, passing
+    with weaker settings: that sign-off predates the result, so it does not count
+    (harness.store.runs.effective_verdict) and the run stays INCONCLUSIVE."""
+    with clock_at(time.time() - 2 * DAY) as clock:
+        rid = new_run(store, "G3", campaign=name, config=WEAK_CONFIG)
+        add_checks(store, rid, [("same model on both arms", "gpu1", "PASS", "m", "m")])
+        runs.finish_run(store, rid, verdict="ERROR", reason="aborted (interrupted)",
+                        status="ABORTED")
+        clock.advance(600)
+        REVIEWER.sign(store, rid)
+        clock.advance(3600)
+        runs.reopen_run(store, rid)
+        add_g3_data(store, rid, PASS_PLANS[:1], run_start=clock.now())
+        reason = WEAKENED_REASON + " (" + "; ".join(d.line() for d in weakened(WEAK_CONFIG)) + ")"
+        runs.finish_run(store, rid, verdict="INCONCLUSIVE", reason=reason, needs_signoff=True,
+                        selected=1, total=1)
+    return rid
+
+
 def scenarios(store: Store) -> dict[str, int]:
     """Every variant the report must handle, each in its own campaign; name -> run id."""
     ids: dict[str, int] = {}
@@ -324,6 +503,12 @@ def scenarios(store: Store) -> dict[str, int]:
     ids["signed"], _ = g3_run(store, SIGNED_PLANS, signed=True, campaign="signed-1")
     ids["unsigned"], _ = g3_run(store, SIGNED_PLANS, campaign="unsigned-1")
     ids["noev"], _ = g3_run(store, PASS_PLANS[:1], campaign="noev-1", with_series=False)
+    ids.update({f"attempts_{k}": v for k, v in attempts(store).items()})
+    ids["weak_unsigned"], _ = g3_run(store, PASS_PLANS, campaign="weak-unsigned-1",
+                                     config=WEAK_CONFIG, engines=arm_engines(LAYOUTS))
+    ids["weak_above_band"], _ = g3_run(store, SIGNED_PLANS, campaign="weak-band-1",
+                                       config=WEAK_CONFIG, signer=REVIEWER)
+    ids["resumed"] = signed_then_resumed(store)
     part = new_run(store, "G1", campaign="partial-1")
     add_checks(store, part, G1_CHECKS[:2])
     finish_from_checks(store, part, partial=True, selected=2, total=4)

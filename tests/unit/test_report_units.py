@@ -172,3 +172,55 @@ def test_column_widths_follow_content_like_automatic_layout() -> None:
     assert zh[0] * budget / 100 >= 1.1 * 6 + 2 - 0.01  # a short CJK header stays whole
     long_zh = column_widths(["术语", "中文"], [["TTFT", "从发送请求到收到第一个数据块的时间" * 4]])
     assert long_zh[1] > 60  # CJK text wraps anywhere but still wants the room
+
+
+def test_every_decision_setting_is_explained_in_both_languages() -> None:
+    """A setting added to harness.config.decision without catalog entries fails here; the
+    report's English is the harness's own."""
+    from harness.config.decision import SETTINGS
+
+    en, zh = translator("en"), translator("zh")
+    for s in SETTINGS:
+        key = f"settings.why.{s.key}"
+        assert en(key) == s.why, s.key
+        assert key in zh.messages and zh(key) != s.why, s.key
+
+
+def test_computed_setting_reasons_are_translated() -> None:
+    from harness.config.decision import deviations
+    from harness.report.sections.g3_page1 import _why
+
+    raw = {"gates": {"g3": {"drop_caches_on": [], "criteria": {"TP8": ["ttft_p50_drop"]},
+                            "engine_process_check": False}}}
+    devs = {d.key: d for d in deviations(raw)}
+    assert all(d.weakened for d in devs.values())
+    en, zh = translator("en"), translator("zh")
+    assert _why(devs["gates.g3.drop_caches_on"], raw, en) == \
+        "page cache not dropped on gpu, storage"
+    assert _why(devs["gates.g3.drop_caches_on"], raw, zh) == "未在 gpu, storage 上清空页缓存"
+    assert _why(devs["gates.g3.criteria.TP8"], raw, en) == "TP8 is not judged on throughput gain"
+    assert _why(devs["gates.g3.criteria.TP8"], raw, zh) == "TP8 不按 吞吐提升 判定"
+    assert _why(devs["gates.g3.engine_process_check"], raw, zh) == \
+        "不比较推理引擎的命令行参数和环境变量"
+    sim = {"simulated": True, "gates": {"g3": {"drop_caches_on": []}}}
+    (d,) = deviations(sim)
+    assert not d.weakened and _why(d, sim, en) == \
+        "simulated hosts: no page cache in front of the tier"
+    reason = {"gates": {"g3": {"drop_caches_on": ["gpu"],
+                               "drop_caches_reason": "remote array"}}}
+    (d,) = deviations(reason)
+    assert _why(d, reason, en) == "page cache not dropped on storage: remote array"
+
+
+def test_long_arm_values_keep_both_ends() -> None:
+    from harness.report.sections.g3_page1 import SHOWN, _short
+
+    t = translator("en")
+    base = "/srv/gate/engines/baseline-TP4x2-1/url"
+    acc = "/srv/gate/engines/accelerated-TP4x2-1/url"
+    a, b = _short(base, t), _short(acc, t)
+    assert len(a) == len(b) == SHOWN and "…" in a and a != b
+    assert a.endswith("aseline-TP4x2-1/url") and b.endswith("erated-TP4x2-1/url")
+    assert a.startswith("/srv/gate/") and b.startswith("/srv/gate/")
+    assert _short("0.80", t) == "0.80" and _short(None, t) == "absent"
+    assert _short("a\nb", t) == "a\\nb"

@@ -17,8 +17,16 @@ from harness.report import fmt
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
-from harness.report.model import Badge, Criterion, Finding, Section, Table
-from harness.verdict import GATE_NAMES
+from harness.report.model import (
+    ArmsCheck,
+    Badge,
+    Criterion,
+    Finding,
+    RunSettings,
+    Section,
+    Table,
+)
+from harness.verdict import GATE_NAMES, RECORDED
 
 
 @dataclass(frozen=True)
@@ -29,9 +37,17 @@ class Context:
 
 @dataclass(frozen=True)
 class Contribution:
+    """A run's section and what it adds to page 1: criteria rows, findings, and for a gate
+    that has them, its decision settings off their defaults, what differed between its
+    arms, and what a reviewer's sign-off of the run accepts (in words)."""
+
     section: Section
     criteria: list[Criterion] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    settings: RunSettings | None = None
+    arms: ArmsCheck | None = None
+    accepts: str = ""  # in full, for the page-1 line
+    accepts_short: str = ""  # for the sign-off table
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,21 @@ def gate_title(t: Translator, gate: str | None) -> str:
     return f"{g} · {t.gate_name(g)}" if g in GATE_NAMES else g
 
 
+def kind_title(t: Translator, kind: str) -> str:
+    """What a run that is not a gate is, in words: "Benchmark (not a gate)"."""
+    key = f"kind.{kind}"
+    return t(key) if key in t.messages else t("kind.other", {"kind": kind})
+
+
+def kind_short(t: Translator, kind: str) -> str:
+    key = f"kind.{kind}_short"
+    return t(key) if key in t.messages else kind
+
+
+def is_gate(run: RunInfo) -> bool:
+    return run.kind == "gate"
+
+
 def marks(run: RunInfo, t: Translator) -> list[str]:
     """The honesty marks of a run, in words: FORCED, PARTIAL, signed, SIMULATED."""
     out = []
@@ -74,6 +105,8 @@ def marks(run: RunInfo, t: Translator) -> list[str]:
         out.append(t("mark.partial", {"n": run.checks_selected, "m": run.checks_total}))
     if run.signed and run.needs_signoff:
         out.append(t("mark.signed"))
+    elif run.needs_signoff and run.status == "FINISHED":
+        out.append(t("mark.needs_signoff"))
     return out
 
 
@@ -82,6 +115,10 @@ def badge(run: RunInfo | None, gate: str, t: Translator) -> Badge:
         return Badge(gate=gate, gate_name=t.gate_name(gate), token="NOT_RUN",
                      word=t.verdict("NOT_RUN"))
     token = run.effective
+    if not is_gate(run):  # measured, not judged: its own kind, never a gate's badge
+        return Badge(gate=kind_short(t, run.kind), gate_name=t("kind.not_gate"), token=token,
+                     word=t.verdict(token), run_id=run.id, marks=marks(run, t),
+                     date=fmt.day(run.finished_at or run.started_at), counts=False)
     word = t.verdict(token)
     if token == "PASS" and run.signed and run.needs_signoff:
         word = t("verdict.PASS_SIGNED")
@@ -97,9 +134,13 @@ def run_notes(run: RunInfo, t: Translator) -> list[str]:
         notes.append(t("note.running", {"run": run.id, "heartbeat": fmt.when(run.heartbeat_at)}))
     elif run.status == "ABORTED":
         notes.append(t("note.aborted", {"run": run.id, "reason": run.reason or "—"}))
+    elif not is_gate(run) and run.effective == "ERROR":
+        notes.append(t("note.not_gate_error", {"reason": run.reason or "—"}))
     elif run.effective in ("ERROR", "INCONCLUSIVE", "STOP-LOSS") and run.reason:
         notes.append(t("note.reason", {"verdict": t.verdict(run.effective),
                                        "reason": run.reason}))
+    elif run.effective == RECORDED and run.reason:
+        notes.append(t("note.recorded", {"reason": run.reason}))
     if run.partial:
         notes.append(t("note.partial", {"n": run.checks_selected, "m": run.checks_total}))
     if run.forced:

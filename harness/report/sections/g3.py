@@ -18,7 +18,7 @@ from harness.report import fmt, plots
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
-from harness.report.sections import g3_evidence
+from harness.report.sections import g3_evidence, g3_page1
 from harness.report.sections.base import (
     Context,
     Contribution,
@@ -306,7 +306,12 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
         storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
         evidence=g3_evidence.evidence_table(frames, ctx))
-    return Contribution(section=section, criteria=crit, findings=findings(frames, t, th, crit))
+    return Contribution(section=section, criteria=crit,
+                        findings=[*findings(frames, t, th, crit),
+                                  *g3_page1.weakened_finding(run, t)],
+                        settings=g3_page1.settings(run, t), arms=g3_page1.arms(frames, t),
+                        accepts=g3_page1.accepts(run, t),
+                        accepts_short=g3_page1.accepts(run, t, short=True))
 
 
 def metrics(frames: RunFrames, t: Translator) -> list[TrendMetric]:

@@ -25,11 +25,16 @@ PREFERRED = ("prompt_tokens", "external_hit_tokens", "external_hits", "lmcache_h
 FLAGS = ("exposes_external",)
 
 
+# Phases a resume replaced (the unfinished pair is measured again) are kept in the store
+# for the record and left out of every figure.
+REPLACED = ("SUPERSEDED", "INTERRUPTED")
+
+
 def measured(frames: RunFrames) -> pd.DataFrame:
     bm = frames.benchmarks
     if bm.empty:
         return bm
-    return bm[bm["phase"] == "measured"]
+    return bm[(bm["phase"] == "measured") & ~bm["status"].isin(REPLACED)]
 
 
 def storage_rates(frames: RunFrames) -> pd.DataFrame:

@@ -27,6 +27,8 @@ from harness.report.sections.base import (
     events_table,
     failed_checks_table,
     gate_title,
+    is_gate,
+    kind_title,
     run_notes,
 )
 from harness.verdict import Verdict, combine
@@ -110,7 +112,8 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
     tables: list[tuple[str, Table]] = []
     checks = frames.checks
     if checks.empty:
-        notes.append(t("note.no_checks"))
+        if is_gate(run):
+            notes.append(t("note.no_checks"))
     else:
         tables.append((t("h.checks"), checks_table(checks, t)))
         failed = failed_checks_table(checks, t)
@@ -123,9 +126,12 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
     if not stats.empty:
         tables.append((t("h.phases"), phases_table(stats, t)))
     b = badge(run, gate, t)
+    title = gate_title(t, gate) if is_gate(run) else kind_title(t, run.kind)
     section = Section(kind="checks", template=GENERIC.template, gate=gate,
-                      title=gate_title(t, gate), run_id=run.id, badge=b, notes=notes,
+                      title=title, run_id=run.id, badge=b, notes=notes,
                       tables=tables, plots=window_plots(frames, ctx))
+    if not is_gate(run):  # measured, not judged: no criterion, no finding
+        return Contribution(section=section)
     return Contribution(section=section, criteria=[checks_criterion(frames, t)],
                         findings=check_findings(run, checks, t))
 
