@@ -31,6 +31,8 @@ NOISE_ENV = frozenset({
     "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS",  # per login session
     "TERM", "COLORTERM", "LS_COLORS", "MAIL",  # the terminal and mailbox of the login
     "TMUX", "TMUX_PANE", "STY", "WINDOW",  # the tmux / screen window it was typed in
+    "SUDO_COMMAND",  # the sudo command line that launched it (Ansible's become puts a
+                     # per-task marker in it); SUDO_USER / SUDO_UID still count
 })
 ENV_UNREADABLE = "proc:environ"  # fact present (= "unreadable") when env could not be read
 INSTANCES = "instances"  # the key of an instance-count mismatch (never allowed)
