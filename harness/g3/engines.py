@@ -92,6 +92,9 @@ class EngineWatch:
     store: Store
     run_id: int
     event: Event
+    # Hosts whose engines could be read only with sudo: go there directly next time (one
+    # SSH round trip per reading instead of two).
+    sudo_hosts: set[str] = field(default_factory=set)
 
     def _process(self, ep: Endpoint, layout: Layout) -> tuple[ProcessInfo | None, str]:
         """The engine listening on the instance's port, or why it cannot be seen."""
@@ -101,13 +104,16 @@ class EngineWatch:
             return None, f"{where}: host not in the inventory, its process cannot be read"
         transport = self.pool.get(ep.host)
         try:
-            try:
-                found = listeners(transport, port)
-                hidden = any(p.env is None for p in found)
-            except MeasurementError:  # a socket of another user's process
-                hidden = True
+            hidden = ep.host in self.sudo_hosts
+            if not hidden:
+                try:
+                    found = listeners(transport, port)
+                    hidden = any(p.env is None for p in found)
+                except MeasurementError:  # a socket of another user's process
+                    hidden = True
             if hidden:  # an engine run as another user: read it with sudo
                 found = listeners(transport, port, sudo=True)
+                self.sudo_hosts.add(ep.host)
             if not found:
                 return None, f"{where}: no process listens there (another network namespace?)"
             proc = root_process(found)  # the server, not the workers that share its socket

@@ -81,6 +81,7 @@ class _Sink:
         self.pool = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gate-store")
                      if on_batch else None)
         self.futures: list[concurrent.futures.Future[None]] = []
+        self.failure: BaseException | None = None  # the store failed: the phase stops
 
     def add(self, rec: RequestRecord) -> None:
         if self.on_batch is not None:
@@ -98,10 +99,18 @@ class _Sink:
         self.futures = [f for f in self.futures if not f.done() or f.exception() is not None]
         self.futures.append(self.pool.submit(self.on_batch, batch))
 
-    async def ticker(self) -> None:
+    async def ticker(self, phase: asyncio.Task[Any] | None = None) -> None:
+        """Hand batches over every `interval` s; a batch the store refused stops the
+        phase at once (cancelling `phase`), not at its end: nothing more would be kept."""
         while True:
             await asyncio.sleep(self.interval)
-            self.flush()
+            try:
+                self.flush()
+            except Exception as exc:
+                self.failure = exc
+                if phase is not None:
+                    phase.cancel()
+                return
 
     def close(self) -> None:
         self.flush()
@@ -240,7 +249,7 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
                    extra_body=extra_body, tag=tag, sink=sink, progress=prog)
     started_at = time.time()
     phase.t0 = time.monotonic()
-    ticker = asyncio.create_task(sink.ticker())
+    ticker = asyncio.create_task(sink.ticker(asyncio.current_task()))
     prog.start()
     try:
         with heap_frozen():
@@ -255,6 +264,10 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
                 else:
                     await phase.open(session, measured, offsets, start, deadline)
                 wall = time.monotonic() - start
+    except asyncio.CancelledError:
+        if sink.failure is not None:  # cancelled by the ticker: the store failed
+            raise sink.failure from None
+        raise
     finally:
         ticker.cancel()
         prog.stop()

@@ -220,11 +220,11 @@ except BaseException as exc:
 def test_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     """The first open of a store creates its tables: two at the same moment used to both
     try ("table site already exists"). Real processes, held at a barrier (each says ready,
-    then waits for the go file) and released together; five times over."""
+    then waits for the go file) and released together; three times over."""
     from harness.store.db import Store, current_revision, known_revisions
 
-    n = 6
-    for rep in range(5):
+    n = 5
+    for rep in range(3):
         db, go = tmp_path / f"new-{rep}.db", tmp_path / f"go-{rep}"
         procs = [subprocess.Popen([sys.executable, "-c", OPENER, f"sqlite:///{db}", str(go)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
