@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from collections.abc import Callable
+
+    from harness.campaign import CampaignEvents, CampaignStep
+    from harness.runner import Progress
 
 SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
 SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
@@ -152,7 +155,7 @@ def _stop_leftovers(root: Path) -> None:
             continue
 
 
-def _start_spawner(root: Path, err: Console) -> Path | None:
+def _start_spawner(root: Path, say: Callable[[str], None]) -> Path | None:
     """The engines' spawner (harness.sim.spawner): ~150 engine starts and cold restarts
     cost a fork each instead of a new interpreter. Without it the demo still runs, slower."""
     from harness.errors import GateError
@@ -162,49 +165,48 @@ def _start_spawner(root: Path, err: Console) -> Path | None:
     try:
         start_spawner(sock, root / "spawner.log", idle_exit=900)
     except GateError as exc:  # e.g. an --out path too long for a unix socket
-        err.print(f"spawner not started ({exc.one_line()}): engines start without it")
+        say(f"spawner not started ({exc.one_line()}): engines start without it")
         return None
     return sock
 
 
-def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int:
-    from rich.console import Console
-    from rich.table import Table
+@dataclass(frozen=True)
+class DemoOutcome:
+    site: DemoSite
+    steps: list[CampaignStep]
+    reports: list[Path]
+    report_problem: str  # why no report was rendered, or ''
 
-    from harness.cli.run_cmd import _progress_printer
+    @property
+    def exit_code(self) -> int:
+        """G3's verdict: the demo is about the main gate."""
+        for step in self.steps:
+            if step.gate.id == "G3" and step.outcome is not None:
+                return step.outcome.exit_code
+        return 3
+
+
+def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str, *,
+             events: CampaignEvents, progress: Progress | None,
+             say: Callable[[str], None]) -> DemoOutcome:
+    """Write the site, run the campaign against it (gates not built are passed over, the
+    later ones FORCED), render the report. The caller shows what happens."""
+    from harness.campaign import run_campaign
     from harness.config.loader import load_config
-    from harness.errors import GateError, UsageError
-    from harness.runner import RunRequest, run_gate, suite_path
+    from harness.errors import GateError
+    from harness.registry import GATES
+    from harness.runner import RunRequest
     from harness.store import Store
-    from harness.verdict import GATE_NAMES, GATES
 
-    err = Console(stderr=True)
     site = write_site(out, scenario, speed)
-    err.print(f"[bold]gate demo[/] ({scenario}) in {site.root}")
+    say(f"[bold]gate demo[/] ({scenario}) in {site.root}")
     loaded = load_config(site.config)
     store = Store(site.db_url)
-    results: dict[str, tuple[str, str, int | None]] = {}
-    code = 3
-    spawner = _start_spawner(site.root, err)
+    spawner = _start_spawner(site.root, say)
     try:
-        forced = False
-        for gate in GATES:
-            try:
-                suite_path(gate)
-            except UsageError:
-                results[gate] = ("not built", "no suite in this version", None)
-                forced = True
-                continue
-            err.print(f"[bold]{gate}[/] {GATE_NAMES[gate]}" + (" (FORCED)" if forced else ""))
-            outcome = run_gate(RunRequest(gate=gate, loaded=loaded, store=store, forced=forced,
-                                          artifact_root=site.root / "artifacts"),
-                               progress=_progress_printer())
-            results[gate] = (outcome.verdict.value + (" (FORCED)" if forced else ""),
-                             outcome.reason, outcome.run_id)
-            if gate == "G3":
-                code = outcome.exit_code
-            if outcome.verdict.value != "PASS":
-                break
+        steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
+                                        artifact_root=site.root / "artifacts"),
+                             GATES, skip_unbuilt=True, events=events, progress=progress)
     finally:
         _stop_leftovers(site.root)
         if spawner is not None:
@@ -212,23 +214,14 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int
 
             stop_spawner(spawner)
     reports: list[Path] = []
+    problem = ""
     try:
         from harness.report import render_campaign_report
 
         reports = render_campaign_report(store, loaded.config.campaign.name,
                                          site.root / f"report-{lang}", lang, fmt)
     except ImportError:
-        err.print("report: not available in this version")
+        problem = "not available in this version"
     except GateError as exc:
-        err.print(f"report: {exc.one_line()}")
-    table = Table(title=f"demo ({scenario}) - SIMULATED")
-    for col in ("gate", "", "verdict", "run", "reason"):
-        table.add_column(col)
-    for gate in GATES:
-        verdict, reason, run_id = results.get(gate, ("not run", "", None))
-        table.add_row(gate, GATE_NAMES[gate], verdict, str(run_id or ""), reason[:70])
-    Console().print(table)
-    for path in reports:
-        print(f"report: {path}")
-    print(f"store: {site.db_url}")
-    return code
+        problem = exc.one_line()
+    return DemoOutcome(site, steps, reports, problem)

@@ -31,14 +31,14 @@ from harness.config.loader import LoadedConfig
 from harness.errors import InfrastructureError, UsageError
 from harness.pytest_args import PassThrough, check_pytest_args
 from harness.pytest_plugin import GateContext, GatePlugin
+from harness.registry import GATES, GateSpec, gate_spec
 from harness.store import Store
 from harness.store import runs as store_runs
-from harness.verdict import GATES, SIGNOFF_REASON, Verdict, combine
+from harness.verdict import SIGNOFF_REASON, Verdict, combine
 
-SUITES = {"G1": "g1_arrival", "G2": "g2_baseline", "G3": "g3_main", "G4": "g4_stability"}
-# What each gate needs from the inventory before it can start.
-REQUIRED_GROUPS = {"G1": ("gpu",), "G2": ("gpu",), "G3": (), "G4": ("gpu",)}
 HEARTBEAT_EVERY = 15.0
+# Told each check's result as it is stored: (check name, host or None, verdict, message).
+Progress = Callable[[str, str | None, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -76,22 +76,29 @@ class RunOutcome:
 
 def suite_path(gate: str) -> Path:
     """The installed suite for a gate (gates/ ships inside the package as harness.gates)."""
-    if gate not in GATES:
-        raise UsageError(f"unknown gate {gate!r}", hint="one of G1, G2, G3, G4")
+    spec = gate_spec(gate)
     base = Path(str(importlib.resources.files("harness.gates")))
-    path = base / SUITES[gate]
+    path = base / spec.suite
     if not path.is_dir() or not any(path.glob("test_*.py")):
+        built = [g.id for g in _built_gates()]
         raise UsageError(
-            f"{gate} has no suite in this version of gate",
-            hint="G3 is the first gate built; run `gate run G3 --force` to run it without G1/G2",
+            f"{spec.id} has no suite in this version of gate",
+            hint=(f"built: {', '.join(built)}; run `gate run {built[0]} --force` to run it "
+                  f"without the gates before it") if built else "this install ships no suite",
         )
     return path
 
 
+def _built_gates() -> list[GateSpec]:
+    return [g for g in GATES if g.built]
+
+
 def suite_module(gate: str) -> Any:
-    """The packaged suite's package: it declares the suite's plan (`expected_checks`) and
-    which settings weaken its verdict (`weakened`)."""
-    return importlib.import_module(f"harness.gates.{SUITES[gate]}")
+    """The packaged suite's package. It declares the suite's plan (`expected_checks`),
+    which settings weaken its verdict (`weakened`) and, optionally, `validate(config,
+    inventory)` (what the gate needs from the config before it starts) and `release(...)`
+    (how to stop what a killed run left running); docs/gates.md."""
+    return importlib.import_module(gate_spec(gate).package)
 
 
 def suite_digest(path: Path) -> str:
@@ -125,11 +132,11 @@ def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def prepare_inventory(req: RunRequest) -> Inventory:
     inventory = load_inventory(req.inventory_path or req.loaded.inventory_path)
-    inventory.require_groups(REQUIRED_GROUPS.get(req.gate, ()))
-    if req.gate == "G3" and req.suite_dir is None:
-        from harness.g3.plan import validate
-
-        validate(req.loaded.config, inventory)
+    inventory.require_groups(gate_spec(req.gate).groups)
+    if req.suite_dir is None:
+        validate = getattr(suite_module(req.gate), "validate", None)
+        if validate is not None:
+            validate(req.loaded.config, inventory)
     return inventory
 
 
@@ -154,18 +161,34 @@ def gate_plan(req: RunRequest, inventory: Inventory) -> Plan:
                 tuple(weakened(req.loaded.config)) if weakened is not None else ())
 
 
-def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> RunOutcome:
-    from harness.campaign import check_prerequisites
+@dataclass(frozen=True)
+class Prepared:
+    """A gate run checked and planned, nothing recorded yet: every usage error is found
+    here, before the run row exists."""
 
+    passthrough: PassThrough
+    suite: Path
+    inventory: Inventory
+    plan: Plan
+    custom: str  # a custom suite's path and digest; '' for the packaged one
+
+
+def prepare(req: RunRequest) -> Prepared:
     passthrough = check_pytest_args(req.pytest_args)
     suite = req.suite_dir or suite_path(req.gate)
     inventory = prepare_inventory(req)
     plan = gate_plan(req, inventory)
-    cfg = req.loaded.config
     custom = suite_digest(suite) if req.suite_dir is not None else ""
-    if not req.forced and req.resume_run is None:
-        check_prerequisites(req.store, cfg.campaign.name, req.gate, simulated=cfg.simulated,
-                            custom_suite=bool(custom))
+    return Prepared(passthrough, suite, inventory, plan, custom)
+
+
+def run_gate(req: RunRequest, progress: Progress | None = None,
+             prepared: Prepared | None = None) -> RunOutcome:
+    """Run one gate as asked; the campaign workflow (harness.campaign.run_one) decides
+    first whether it may run."""
+    p = prepared or prepare(req)
+    suite, inventory, plan, custom = p.suite, p.inventory, p.plan, p.custom
+    cfg = req.loaded.config
     run_id = req.resume_run or store_runs.start_gate_run(req.store, store_runs.NewRun(
         campaign=cfg.campaign.name, site=cfg.site.name, customer=cfg.site.customer,
         kind="gate", gate=req.gate, forced=req.forced, trigger=req.trigger,
@@ -177,7 +200,7 @@ def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> Ru
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)
-    optional = getattr(cfg.gates, req.gate.lower()).optional
+    optional = getattr(cfg.gates, gate_spec(req.gate).config_key).optional
     ctx = GateContext(gate=req.gate, run_id=run_id, store=req.store, loaded=req.loaded,
                       inventory=inventory, artifact_dir=artifact_dir, optional=tuple(optional),
                       suite_dir=suite, resume_from=req.resume_run, dry_run=req.dry_run,
@@ -203,7 +226,7 @@ def run_gate(req: RunRequest, progress: Callable[..., None] | None = None) -> Ru
         beat.stop()
         if ctx.pool is not None:
             ctx.pool.close()
-    return _finish(req, ctx, plugin, _Judged(plan, passthrough, interrupted,
+    return _finish(req, ctx, plugin, _Judged(plan, p.passthrough, interrupted,
                                              code if not interrupted else None))
 
 

@@ -67,12 +67,3 @@ def effective(verdict: str | None, needs_signoff: bool, reviewer_signed: bool,
     if verdict == Verdict.INCONCLUSIVE.value and needs_signoff and reviewer_signed:
         return Verdict.PASS.value
     return verdict
-
-
-GATES = ("G1", "G2", "G3", "G4")
-GATE_NAMES = {
-    "G1": "arrival acceptance",
-    "G2": "single-node baselines",
-    "G3": "main gate (A/B)",
-    "G4": "72 h stability",
-}

@@ -4,8 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from harness.campaign import CampaignStep
+    from harness.registry import GateSpec
+
+
+class _Shown:
+    """The demo's console: each gate's header before it runs."""
+
+    def starting(self, gate: GateSpec, forced: bool) -> None:
+        from harness.cli.common import stderr_console
+
+        stderr_console().print(f"[bold]{gate.id}[/] {gate.title}"
+                               + (" (FORCED)" if forced else ""))
+
+    def finished(self, step: CampaignStep) -> None:
+        return None
 
 
 @click.command()
@@ -25,6 +43,35 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str) -> N
     Gates not built in this version are skipped and G3 runs FORCED (marked on the report);
     every run is flagged SIMULATED. Exit code: G3's verdict (0 PASS, 1 STOP-LOSS,
     2 INCONCLUSIVE, 3 ERROR)."""
-    from harness.demo import DEMO_SPEED, run_demo
+    from rich.console import Console
+    from rich.table import Table
 
-    sys.exit(run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt))
+    from harness.cli.common import stderr_console
+    from harness.cli.progress import check_printer
+    from harness.demo import DEMO_SPEED, run_demo
+    from harness.registry import GATES
+
+    err = stderr_console()
+    result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, events=_Shown(),
+                      progress=check_printer(), say=err.print)
+    if result.report_problem:
+        err.print(f"report: {result.report_problem}")
+    table = Table(title=f"demo ({scenario}) - SIMULATED")
+    for col in ("gate", "", "verdict", "run", "reason"):
+        table.add_column(col)
+    steps = {s.gate.id: s for s in result.steps}
+    for spec in GATES:
+        step = steps.get(spec.id)
+        if step is None:
+            verdict, reason, run_id = "not run", "", ""
+        elif step.outcome is None:
+            verdict, reason, run_id = "not built", step.note, ""
+        else:
+            verdict = step.outcome.verdict.value + (" (FORCED)" if step.forced else "")
+            reason, run_id = step.outcome.reason, str(step.outcome.run_id)
+        table.add_row(spec.id, spec.title, verdict, run_id, reason[:70])
+    Console().print(table)
+    for path in result.reports:
+        print(f"report: {path}")
+    print(f"store: {result.site.db_url}")
+    sys.exit(result.exit_code)

@@ -3,48 +3,32 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import config_option, db_option, inventory_option, stderr_console
 from harness.cli.context import open_config, open_store
+from harness.cli.progress import check_printer, outcome_line
+
+if TYPE_CHECKING:
+    from harness.campaign import CampaignStep
+    from harness.registry import GateSpec
+    from harness.runner import RunRequest
 
 
 def _gate_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    upper = value.upper()
-    if upper not in ("G1", "G2", "G3", "G4"):
-        raise click.BadParameter(f"{value!r} is not a gate; one of G1, G2, G3, G4")
-    return upper
+    from harness.errors import UsageError
+    from harness.registry import gate_spec
 
-
-
-def _progress_printer() -> Any:
-    console = stderr_console()
-    colours = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
-
-    def show(name: str, host: str | None, verdict: Any, message: str) -> None:
-        word = getattr(verdict, "value", verdict)
-        where = f" [{host}]" if host else ""
-        tail = f" - {message[:160]}" if message and word != "PASS" else ""
-        console.print(f"  [{colours.get(word, 'white')}]{word:>12}[/] {name}{where}{tail}",
-                      highlight=False, markup=True)
-
-    return show
-
-
-def _print_outcome(gate: str, outcome: Any) -> None:
-    marks = []
-    if outcome.partial:
-        marks.append("PARTIAL")
-    if outcome.status == "ABORTED":
-        marks.append("ABORTED")
-    mark = f" ({', '.join(marks)})" if marks else ""
-    reason = f": {outcome.reason}" if outcome.reason else ""
-    click.echo(f"{gate} run {outcome.run_id}: {outcome.verdict.value}{mark}{reason}")
+    try:
+        return gate_spec(value).id
+    except UsageError as exc:
+        raise click.BadParameter(exc.message + (f"; {exc.hint}" if exc.hint else "")) from None
 
 
 def _sudo_password() -> str | None:
@@ -55,30 +39,27 @@ def _sudo_password() -> str | None:
     return value if isinstance(value, str) else None
 
 
-def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url: str | None,
-                 forced: bool, trigger: str, pytest_args: tuple[str, ...],
-                 suite: str | None = None, dry_run: bool = False) -> int:
-    from harness.runner import RunRequest, run_gate
+def _request(gate: str, config_path: str, inventory_path: str | None, db_url: str | None,
+             forced: bool, trigger: str, pytest_args: tuple[str, ...] = (),
+             suite: str | None = None) -> RunRequest:
+    from harness.runner import RunRequest
 
     loaded = open_config(config_path)
     store = open_store(db_url)
-    req = RunRequest(gate=gate.upper(), loaded=loaded, store=store,
-                     inventory_path=Path(inventory_path) if inventory_path else None,
-                     forced=forced, trigger=trigger, pytest_args=pytest_args,
-                     suite_dir=Path(suite) if suite else None, dry_run=dry_run,
-                     sudo_password=_sudo_password())
-    stderr_console().print(f"[bold]{req.gate}[/] {loaded.config.campaign.name} "
-                           f"({'FORCED, ' if forced else ''}store {store.url})")
-    if suite:
-        stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
-                               f"gate's verdict")
-    outcome = run_gate(req, progress=_progress_printer())
-    _print_outcome(req.gate, outcome)
-    return outcome.exit_code
+    return RunRequest(gate=gate, loaded=loaded, store=store,
+                      inventory_path=Path(inventory_path) if inventory_path else None,
+                      forced=forced, trigger=trigger, pytest_args=pytest_args,
+                      suite_dir=Path(suite) if suite else None,
+                      sudo_password=_sudo_password())
+
+
+def _announce(req: RunRequest) -> None:
+    stderr_console().print(f"[bold]{req.gate}[/] {req.loaded.config.campaign.name} "
+                           f"({'FORCED, ' if req.forced else ''}store {req.store.url})")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("gate", callback=_gate_name, metavar="G1|G2|G3|G4")
+@click.argument("gate", callback=_gate_name, metavar="GATE")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 @config_option
 @inventory_option
@@ -100,9 +81,18 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_pat
     if dry_run:
         from harness.cli.dry_run import print_plan
 
-        sys.exit(print_plan(gate.upper(), config_path))
-    sys.exit(execute_gate(gate, config_path, inventory_path, db_url, force,
-                          "scheduled" if scheduled else "manual", pytest_args, suite))
+        sys.exit(print_plan(gate, config_path))
+    from harness.campaign import run_one
+
+    req = _request(gate, config_path, inventory_path, db_url, force,
+                   "scheduled" if scheduled else "manual", pytest_args, suite)
+    _announce(req)
+    if suite:
+        stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
+                               f"gate's verdict")
+    outcome = run_one(req, progress=check_printer())
+    click.echo(outcome_line(req.gate, outcome))
+    sys.exit(outcome.exit_code)
 
 
 @click.command()
@@ -115,16 +105,32 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_pat
 def campaign(config_path: str, inventory_path: str | None, db_url: str | None, start: str,
              scheduled: bool) -> None:
     """Run the gates in order, stopping at the first that is not PASS."""
-    from harness.verdict import GATES
+    from harness.campaign import run_campaign
+    from harness.registry import from_gate
 
-    code = 0
-    for gate in GATES[GATES.index(start.upper()):]:
-        code = execute_gate(gate, config_path, inventory_path, db_url, False,
-                            "scheduled" if scheduled else "manual", ())
-        if code != 0:
-            click.echo(f"campaign stopped at {gate}")
-            break
+    req = _request(start, config_path, inventory_path, db_url, False,
+                   "scheduled" if scheduled else "manual")
+    steps = run_campaign(req, from_gate(start), skip_unbuilt=False, events=_Shown(req),
+                         progress=check_printer())
+    last = steps[-1].outcome if steps else None
+    code = last.exit_code if last is not None else 0
+    if code != 0:
+        click.echo(f"campaign stopped at {steps[-1].gate.id}")
     sys.exit(code)
+
+
+class _Shown:
+    """`gate campaign`'s lines: each gate's header before it runs, its outcome after."""
+
+    def __init__(self, req: RunRequest) -> None:
+        self.req = req
+
+    def starting(self, gate: GateSpec, forced: bool) -> None:
+        _announce(replace(self.req, gate=gate.id, forced=forced))
+
+    def finished(self, step: CampaignStep) -> None:
+        if step.outcome is not None:
+            click.echo(outcome_line(step.gate.id, step.outcome))
 
 
 @click.command()
@@ -133,34 +139,14 @@ def campaign(config_path: str, inventory_path: str | None, db_url: str | None, s
 @inventory_option
 @db_option
 def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: str | None) -> None:
-    """Continue an unfinished run after its last complete repetition (G3)."""
-    from harness.errors import UsageError
-    from harness.runner import RunRequest, run_gate
-    from harness.store import runs as store_runs
+    """Continue an unfinished run after its last complete repetition (gates that resume:
+    G3)."""
+    from harness.campaign import resume_request
+    from harness.runner import run_gate
 
-    store = open_store(db_url)
-    row = store_runs.get_run(store, run_id)
-    if row.status == "FINISHED":
-        raise UsageError(f"run {run_id} is finished ({row.verdict}); nothing to resume")
-    if row.gate != "G3":
-        raise UsageError(f"run {run_id} is {row.gate}; only G3 runs resume in this version")
-    loaded = open_config(config_path)
-    if loaded.digest() != row.config_hash:
-        raise UsageError(f"the config differs from the one run {run_id} started with",
-                         file=str(loaded.path), hint="resume with the same gate.yaml")
-    from harness.config.inventory import load_inventory
-
-    inventory = load_inventory(Path(inventory_path) if inventory_path else
-                               loaded.inventory_path)
-    if sorted(inventory.hosts) != sorted(row.hosts):
-        raise UsageError(f"the inventory's hosts differ from run {run_id}'s",
-                         file=str(inventory.path), hint="resume with the same inventory")
-    if row.status == "RUNNING":
-        store_runs.abort_run(store, run_id)  # refuses while its process is alive
-    store_runs.reopen_run(store, run_id)
-    req = RunRequest(gate="G3", loaded=loaded, store=store,
-                     inventory_path=Path(inventory_path) if inventory_path else None,
-                     forced=row.forced, resume_run=run_id, sudo_password=_sudo_password())
-    outcome = run_gate(req, progress=_progress_printer())
-    _print_outcome("G3", outcome)
+    req = resume_request(open_store(db_url), run_id, open_config(config_path),
+                         Path(inventory_path) if inventory_path else None,
+                         sudo_password=_sudo_password())
+    outcome = run_gate(req, progress=check_printer())
+    click.echo(outcome_line(req.gate, outcome))
     sys.exit(outcome.exit_code)

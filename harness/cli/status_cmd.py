@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option, stdout_console
-from harness.cli.context import campaign_name, open_store
+from harness.cli.context import campaign_name, open_config, open_store
+from harness.registry import GATE_IDS
 
 COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta",
            "RUNNING": "cyan", "RECORDED": "blue"}
@@ -78,8 +79,8 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     from rich.table import Table
 
     from harness.campaign import gate_states
+    from harness.registry import gate_spec
     from harness.store import runs as store_runs
-    from harness.verdict import GATE_NAMES
 
     store = open_store(db_url)
     name = _campaign_or_fail(config_path, campaign, store)
@@ -96,7 +97,7 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
         if running is not None and store_runs.liveness(running) == "gone":
             notes.append(f"{st.gate} run {running.id} is RUNNING but its process "
                          f"(pid {running.pid}) is gone: {store_runs.gone_hint(running.id)}")
-        rows.append({"gate": st.gate, "name": GATE_NAMES[st.gate], "verdict": st.verdict,
+        rows.append({"gate": st.gate, "name": gate_spec(st.gate).title, "verdict": st.verdict,
                      "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
                      "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
                      "running": running is not None, "attempts": attempts})
@@ -147,7 +148,7 @@ def runs() -> None:
 @runs.command("list")
 @db_option
 @click.option("--campaign", default=None)
-@click.option("--gate", default=None, type=click.Choice(["G1", "G2", "G3", "G4"]))
+@click.option("--gate", default=None, type=click.Choice(GATE_IDS, case_sensitive=False))
 @json_option
 def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_json: bool) -> None:
     """Every run, oldest first."""
@@ -238,33 +239,21 @@ def runs_abort(obj: dict[str, Any] | None, run_id: int, config_path: str, db_url
                force: bool, keep_engines: bool) -> None:
     """End a RUNNING run whose process is gone as ABORTED (its results are kept). For G3,
     both arms' stop actions run first and every engine the run started is stopped."""
+    from pathlib import Path
+
+    from harness.campaign import abort, needs_site_config
     from harness.errors import UsageError
-    from harness.store import runs as store_runs
 
     store = open_store(db_url)
-    run = store_runs.get_run(store, run_id)
-    lines: list[str] = []
-    if run.gate == "G3" and run.status == "RUNNING" and not keep_engines:
-        from pathlib import Path
-
-        from harness.cli.context import open_config
-        from harness.config.inventory import load_inventory
-        from harness.g3.engines import release_engines
-
+    loaded = None
+    if not keep_engines and needs_site_config(store, run_id):
         if not Path(config_path).exists():
             raise UsageError(f"run {run_id}'s engines are stopped with the site config, and "
                              f"{config_path} does not exist",
                              hint="pass -c SITE.yaml, or --keep-engines to abort anyway")
         loaded = open_config(config_path)
-        campaign = (run.config_json.get("campaign") or {}).get("name")
-        if loaded.config.campaign.name != campaign:
-            raise UsageError(f"{config_path} is campaign {loaded.config.campaign.name!r}, run "
-                             f"{run_id} is {campaign!r}", hint="pass -c with the run's config")
-        store_runs.abort_run(store, run_id, force=force)  # refuses while it is alive
-        lines = release_engines(loaded, load_inventory(loaded.inventory_path), store, run_id,
-                                sudo_password=(obj or {}).get("sudo_password"))
-    else:
-        store_runs.abort_run(store, run_id, force=force)
+    lines = abort(store, run_id, loaded, force=force,
+                  sudo_password=(obj or {}).get("sudo_password"))
     click.echo(f"run {run_id} ABORTED; its lock is cleared and its results kept")
     for line in lines:
         click.echo(f"  {line}")
@@ -280,15 +269,7 @@ def runs_abort(obj: dict[str, Any] | None, run_id: int, config_path: str, db_url
 def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) -> None:
     """Record a sign-off. A reviewer's sign-off accepts a G3 result above the expected
     band (INCONCLUSIVE 'above band: needs sign-off' becomes PASS, signed)."""
-    from harness.errors import UsageError
-    from harness.store import runs as store_runs
+    from harness.campaign import sign_off
 
-    if not name.strip() or not note.strip():
-        raise UsageError("--by and --note must not be empty")
-    store = open_store(db_url)
-    run = store_runs.get_run(store, run_id)
-    if run.status != "FINISHED":
-        raise UsageError(f"run {run_id} is {run.status}; only a finished run can be signed off")
-    store_runs.add_signoff(store, run_id, role=role, name=name.strip(), note=note.strip())
-    verdict = store_runs.effective_verdict(store, store_runs.get_run(store, run_id))
+    verdict = sign_off(open_store(db_url), run_id, role=role, name=name, note=note)
     click.echo(f"run {run_id}: signed by {name} ({role}); counts as {verdict}")

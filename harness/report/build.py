@@ -7,6 +7,7 @@ import time
 
 import pandas as pd
 
+from harness.registry import GATE_IDS
 from harness.report import fmt, page1
 from harness.report.appendix import build_appendix
 from harness.report.fonts import Fonts
@@ -33,7 +34,6 @@ from harness.report.sections.base import badge, gate_title, kind_title, run_note
 from harness.report.sections.g3 import cell_level, ci_label
 from harness.report.trends import trend_section
 from harness.store.db import Store
-from harness.verdict import GATES
 
 
 def _standing(runs: pd.DataFrame, gate: str, before: float | None = None) -> int | None:
@@ -118,7 +118,7 @@ def _attempts(store: Store, campaign: str, main: list[RunFrames],
               t: Translator) -> list[GateAttempts]:
     """Every attempt of each gate the report stands on, the standing run marked."""
     this = {f.run.id for f in main}
-    gates = [g for g in GATES if any(f.run.gate == g for f in main)]
+    gates = [g for g in GATE_IDS if any(f.run.gate == g for f in main)]
     return [page1.gate_attempts(g, gate_attempts(store, campaign, g), this, t) for g in gates]
 
 
@@ -129,7 +129,7 @@ def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> 
         return _not_a_gate_report(frames, t, fonts)
     runs = gate_runs(store, r.campaign)
     badges = []
-    for gate in GATES:
+    for gate in GATE_IDS:
         if gate == r.gate:
             badges.append(badge(r, gate, t))
             continue
@@ -167,7 +167,7 @@ def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fon
     main: list[RunFrames] = []
     badges: list[Badge] = []
     trends: list[TrendSection] = []
-    for gate in GATES:
+    for gate in GATE_IDS:
         rid = _standing(runs, gate)
         if rid is None:
             badges.append(badge(None, gate, t))

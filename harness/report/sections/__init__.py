@@ -1,8 +1,10 @@
-"""The gate section registry: each gate contributes its own section through SECTIONS.
+"""The report's section registry: each gate contributes the section its GateSpec names
+(harness.registry, `report_section`).
 
 A gate that lands its own report section adds a SectionBuilder here (a build function
 frames -> Contribution, a metrics function for trends, and a template under
-reports/templates/sections/). Gates without one get the generic checks section.
+reports/templates/sections/) and names it in its spec. The others use "generic", the
+checks section.
 """
 
 from __future__ import annotations
@@ -10,20 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from harness.registry import GATE_IDS, gate_spec
 from harness.report.sections.base import Context, Contribution, SectionBuilder, TrendMetric
 from harness.report.sections.g3 import G3
 from harness.report.sections.generic import GENERIC
 
 SECTIONS: Mapping[str, SectionBuilder] = MappingProxyType({
-    "G1": GENERIC,
-    "G2": GENERIC,
-    "G3": G3,
-    "G4": GENERIC,
+    "generic": GENERIC,
+    "g3": G3,
 })
 
 
 def builder_for(gate: str | None) -> SectionBuilder:
-    return SECTIONS.get(gate or "", GENERIC)
+    """The section of a gate's run; runs that are not a gate's get the generic one."""
+    if gate not in GATE_IDS:
+        return GENERIC
+    return SECTIONS[gate_spec(gate).report_section]
 
 
 __all__ = ["SECTIONS", "Context", "Contribution", "SectionBuilder", "TrendMetric",

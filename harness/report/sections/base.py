@@ -13,6 +13,7 @@ from typing import Literal
 
 import pandas as pd
 
+from harness.registry import GATE_IDS
 from harness.report import fmt
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
@@ -26,7 +27,7 @@ from harness.report.model import (
     Section,
     Table,
 )
-from harness.verdict import GATE_NAMES, RECORDED
+from harness.verdict import RECORDED
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class SectionBuilder:
 
 def gate_title(t: Translator, gate: str | None) -> str:
     g = gate or "?"
-    return f"{g} · {t.gate_name(g)}" if g in GATE_NAMES else g
+    return f"{g} · {t.gate_name(g)}" if g in GATE_IDS else g
 
 
 def kind_title(t: Translator, kind: str) -> str:

@@ -1,0 +1,33 @@
+"""What a running gate prints on stderr: one line per check as it is stored."""
+
+from __future__ import annotations
+
+from harness.cli.common import stderr_console
+from harness.runner import Progress, RunOutcome
+
+COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
+
+
+def check_printer() -> Progress:
+    console = stderr_console()
+
+    def show(name: str, host: str | None, verdict: str, message: str) -> None:
+        word = str(getattr(verdict, "value", verdict))
+        where = f" [{host}]" if host else ""
+        tail = f" - {message[:160]}" if message and word != "PASS" else ""
+        console.print(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {name}{where}{tail}",
+                      highlight=False, markup=True)
+
+    return show
+
+
+def outcome_line(gate: str, outcome: RunOutcome) -> str:
+    """`G3 run 7: PASS` with its marks and reason, the line every gate run ends with."""
+    marks = []
+    if outcome.partial:
+        marks.append("PARTIAL")
+    if outcome.status == "ABORTED":
+        marks.append("ABORTED")
+    mark = f" ({', '.join(marks)})" if marks else ""
+    reason = f": {outcome.reason}" if outcome.reason else ""
+    return f"{gate} run {outcome.run_id}: {outcome.verdict.value}{mark}{reason}"
