@@ -148,7 +148,7 @@ def runs() -> None:
 @runs.command("list")
 @db_option
 @click.option("--campaign", default=None)
-@click.option("--gate", default=None, type=click.Choice(GATE_IDS, case_sensitive=False))
+@click.option("--gate", default=None, type=click.Choice(GATE_IDS))
 @json_option
 def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_json: bool) -> None:
     """Every run, oldest first."""
