@@ -167,7 +167,8 @@ def _start_spawner(root: Path, err: Console) -> Path | None:
     return sock
 
 
-def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int:
+def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
+             overrides: tuple[str, ...] = ()) -> int:
     from rich.console import Console
     from rich.table import Table
 
@@ -181,7 +182,7 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str) -> int
     err = Console(stderr=True)
     site = write_site(out, scenario, speed)
     err.print(f"[bold]gate demo[/] ({scenario}) in {site.root}")
-    loaded = load_config(site.config)
+    loaded = load_config(site.config, overrides)
     store = Store(site.db_url)
     results: dict[str, tuple[str, str, int | None]] = {}
     code = 3

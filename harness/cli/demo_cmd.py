@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from harness.cli.common import set_option
+
 
 @click.command()
 @click.option("--out", default="gate-demo", show_default=True, type=click.Path(file_okay=False),
@@ -19,12 +21,15 @@ import click
 @click.option("--speed", type=float, default=None, help="Simulator speed factor.")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default="pdf",
               show_default=True)
-def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str) -> None:
+@set_option
+def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
+         overrides: tuple[str, ...]) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
     Gates not built in this version are skipped and G3 runs FORCED (marked on the report);
-    every run is flagged SIMULATED. Exit code: G3's verdict (0 PASS, 1 STOP-LOSS,
-    2 INCONCLUSIVE, 3 ERROR)."""
+    every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
+    relative path in a value is relative to that file's directory). Exit code: G3's
+    verdict (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
     from harness.demo import DEMO_SPEED, run_demo
 
-    sys.exit(run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt))
+    sys.exit(run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides))

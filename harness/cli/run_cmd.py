@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from harness.cli.common import config_option, db_option, inventory_option, stderr_console
+from harness.cli.common import (
+    config_option,
+    db_option,
+    inventory_option,
+    set_option,
+    stderr_console,
+)
 from harness.cli.context import open_config, open_store
 
 
@@ -57,10 +63,11 @@ def _sudo_password() -> str | None:
 
 def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url: str | None,
                  forced: bool, trigger: str, pytest_args: tuple[str, ...],
-                 suite: str | None = None, dry_run: bool = False) -> int:
+                 suite: str | None = None, dry_run: bool = False,
+                 overrides: tuple[str, ...] = ()) -> int:
     from harness.runner import RunRequest, run_gate
 
-    loaded = open_config(config_path)
+    loaded = open_config(config_path, overrides)
     store = open_store(db_url)
     req = RunRequest(gate=gate.upper(), loaded=loaded, store=store,
                      inventory_path=Path(inventory_path) if inventory_path else None,
@@ -69,6 +76,8 @@ def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url
                      sudo_password=_sudo_password())
     stderr_console().print(f"[bold]{req.gate}[/] {loaded.config.campaign.name} "
                            f"({'FORCED, ' if forced else ''}store {store.url})")
+    if loaded.overrides:
+        stderr_console().print("--set " + ", ".join(loaded.overrides), markup=False)
     if suite:
         stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
                                f"gate's verdict")
@@ -81,6 +90,7 @@ def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url
 @click.argument("gate", callback=_gate_name, metavar="G1|G2|G3|G4")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 @config_option
+@set_option
 @inventory_option
 @db_option
 @click.option("--force", is_flag=True,
@@ -90,8 +100,9 @@ def execute_gate(gate: str, config_path: str, inventory_path: str | None, db_url
               help="Print the phases and an estimated duration; touch no host (G3).")
 @click.option("--suite", hidden=True, default=None,
               help="Run another suite dir as this gate (tests).")
-def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_path: str | None,
-        db_url: str | None, force: bool, scheduled: bool, dry_run: bool, suite: str | None) -> None:
+def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tuple[str, ...],
+        inventory_path: str | None, db_url: str | None, force: bool, scheduled: bool,
+        dry_run: bool, suite: str | None) -> None:
     """Run one gate. Extra pytest arguments follow `--`: output options (-v, -s, --tb,
     --log-level ...) and selection (`gate run G3 -- -k TP8`); a run with deselected
     checks is PARTIAL, never PASS, and never satisfies the next gate.
@@ -100,27 +111,29 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_pat
     if dry_run:
         from harness.cli.dry_run import print_plan
 
-        sys.exit(print_plan(gate.upper(), config_path))
+        sys.exit(print_plan(gate.upper(), config_path, overrides))
     sys.exit(execute_gate(gate, config_path, inventory_path, db_url, force,
-                          "scheduled" if scheduled else "manual", pytest_args, suite))
+                          "scheduled" if scheduled else "manual", pytest_args, suite,
+                          overrides=overrides))
 
 
 @click.command()
 @config_option
+@set_option
 @inventory_option
 @db_option
 @click.option("--from", "start", callback=_gate_name, default="G1", show_default=True,
               help="First gate to run.")
 @click.option("--scheduled", is_flag=True, help="Mark the runs as triggered by a schedule.")
-def campaign(config_path: str, inventory_path: str | None, db_url: str | None, start: str,
-             scheduled: bool) -> None:
+def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
+             db_url: str | None, start: str, scheduled: bool) -> None:
     """Run the gates in order, stopping at the first that is not PASS."""
     from harness.verdict import GATES
 
     code = 0
     for gate in GATES[GATES.index(start.upper()):]:
         code = execute_gate(gate, config_path, inventory_path, db_url, False,
-                            "scheduled" if scheduled else "manual", ())
+                            "scheduled" if scheduled else "manual", (), overrides=overrides)
         if code != 0:
             click.echo(f"campaign stopped at {gate}")
             break
@@ -130,9 +143,11 @@ def campaign(config_path: str, inventory_path: str | None, db_url: str | None, s
 @click.command()
 @click.argument("run_id", type=int)
 @config_option
+@set_option
 @inventory_option
 @db_option
-def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: str | None) -> None:
+def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
+           db_url: str | None) -> None:
     """Continue an unfinished run after its last complete repetition (G3)."""
     from harness.errors import UsageError
     from harness.runner import RunRequest, run_gate
@@ -144,10 +159,12 @@ def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: st
         raise UsageError(f"run {run_id} is finished ({row.verdict}); nothing to resume")
     if row.gate != "G3":
         raise UsageError(f"run {run_id} is {row.gate}; only G3 runs resume in this version")
-    loaded = open_config(config_path)
+    loaded = open_config(config_path, overrides)
     if loaded.digest() != row.config_hash:
-        raise UsageError(f"the config differs from the one run {run_id} started with",
-                         file=str(loaded.path), hint="resume with the same gate.yaml")
+        given = ", ".join(f"--set {o}" for o in loaded.overrides) or "no --set"
+        raise UsageError(f"the config and --set overrides differ from the ones run {run_id} "
+                         f"started with (given now: {given})", file=str(loaded.path),
+                         hint="resume with the same gate.yaml and the same --set options")
     from harness.config.inventory import load_inventory
 
     inventory = load_inventory(Path(inventory_path) if inventory_path else
