@@ -217,7 +217,8 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
         from harness.report import render_campaign_report
 
         reports = render_campaign_report(store, loaded.config.campaign.name,
-                                         site.root / f"report-{lang}", lang, fmt)
+                                         site.root / f"report-{lang}", lang, fmt,
+                                         logo=loaded.logo_uri())
     except ImportError:
         err.print("report: not available in this version")
     except GateError as exc:
