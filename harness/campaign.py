@@ -136,8 +136,10 @@ def resume_request(store: Store, run_id: int, loaded: LoadedConfig,
         raise UsageError(f"run {run_id} is {spec.id}; only {resumable} runs resume",
                          hint=f"start it again: `gate run {spec.id}`")
     if loaded.digest() != row.config_hash:
-        raise UsageError(f"the config differs from the one run {run_id} started with",
-                         file=str(loaded.path), hint="resume with the same gate.yaml")
+        given = ", ".join(f"--set {o}" for o in loaded.overrides) or "no --set"
+        raise UsageError(f"the config and --set overrides differ from the ones run {run_id} "
+                         f"started with (given now: {given})", file=str(loaded.path),
+                         hint="resume with the same gate.yaml and the same --set options")
     inventory = load_inventory(inventory_path or loaded.inventory_path)
     if sorted(inventory.hosts) != sorted(row.hosts):
         raise UsageError(f"the inventory's hosts differ from run {run_id}'s",

@@ -186,7 +186,8 @@ class DemoOutcome:
         return 3
 
 
-def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str, *,
+def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
+             overrides: tuple[str, ...], *,
              events: CampaignEvents, progress: Progress | None,
              say: Callable[[str], None]) -> DemoOutcome:
     """Write the site, run the campaign against it (gates not built are passed over, the
@@ -200,7 +201,7 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str, *,
 
     site = write_site(out, scenario, speed)
     say(f"[bold]gate demo[/] ({scenario}) in {site.root}")
-    loaded = load_config(site.config)
+    loaded = load_config(site.config, overrides)
     store = Store(site.db_url)
     spawner = _start_spawner(site.root, say)
     try:
@@ -219,7 +220,8 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str, *,
         from harness.report import render_campaign_report
 
         reports = render_campaign_report(store, loaded.config.campaign.name,
-                                         site.root / f"report-{lang}", lang, fmt)
+                                         site.root / f"report-{lang}", lang, fmt,
+                                         logo=loaded.logo_uri())
     except ImportError:
         problem = "not available in this version"
     except GateError as exc:

@@ -19,6 +19,17 @@ def config_option(f: F) -> F:
     )(f)
 
 
+def set_option(f: F) -> F:
+    """`--set dotted.key=VALUE`, repeatable: one config value from the command line,
+    validated like the file (harness/config/overrides.py)."""
+    return click.option(
+        "--set", "overrides", multiple=True, metavar="KEY=VALUE",
+        help="Override one config value (repeatable): a dotted key and a YAML value, e.g. "
+             "--set gates.g3.tiers=[16]. Validated like gate.yaml; recorded on the run, and "
+             "a resume needs the same --set.",
+    )(f)
+
+
 def inventory_option(f: F) -> F:
     return click.option(
         "-i", "--inventory", "inventory_path", default=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -9,10 +10,12 @@ if TYPE_CHECKING:
     from harness.store import Store
 
 
-def open_config(path: str) -> LoadedConfig:
+def open_config(path: str, overrides: Sequence[str] = ()) -> LoadedConfig:
+    """The config at `path` with each `--set key=VALUE` of `overrides` applied and
+    validated like the file."""
     from harness.config.loader import load_config
 
-    return load_config(path)
+    return load_config(path, overrides)
 
 
 def open_store(url: str | None) -> Store:

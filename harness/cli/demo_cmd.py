@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli.common import set_option
+
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
     from harness.registry import GateSpec
@@ -37,12 +39,15 @@ class _Shown:
 @click.option("--speed", type=float, default=None, help="Simulator speed factor.")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default="pdf",
               show_default=True)
-def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str) -> None:
+@set_option
+def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
+         overrides: tuple[str, ...]) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
     Gates not built in this version are skipped and G3 runs FORCED (marked on the report);
-    every run is flagged SIMULATED. Exit code: G3's verdict (0 PASS, 1 STOP-LOSS,
-    2 INCONCLUSIVE, 3 ERROR)."""
+    every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
+    relative path in a value is relative to that file's directory). Exit code: G3's
+    verdict (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
     from rich.console import Console
     from rich.table import Table
 
@@ -52,7 +57,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str) -> N
     from harness.registry import GATES
 
     err = stderr_console()
-    result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, events=_Shown(),
+    result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
+                      events=_Shown(),
                       progress=check_printer(), say=err.print)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")

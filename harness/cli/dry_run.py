@@ -17,7 +17,7 @@ def _hms(seconds: float) -> str:
     return (f"{d}d " if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
 
 
-def print_plan(gate: str, config_path: str) -> int:
+def print_plan(gate: str, config_path: str, overrides: tuple[str, ...] = ()) -> int:
     if gate != "G3":
         raise UsageError(f"--dry-run is for G3 in this version, not {gate}")
     from rich.table import Table
@@ -25,7 +25,7 @@ def print_plan(gate: str, config_path: str) -> int:
     from harness.cli.common import stdout_console
     from harness.g3.plan import cells, docs_for, dry_run
 
-    loaded = open_config(config_path)
+    loaded = open_config(config_path, overrides)
     cfg = loaded.config
     if cfg.arms is None or not cfg.layouts:
         raise UsageError("G3 needs arms and layouts", file=str(loaded.path), key="arms")
@@ -37,6 +37,8 @@ def print_plan(gate: str, config_path: str) -> int:
         table.add_row(str(i), s.cell, str(s.repetition), s.arm, s.step, _hms(s.estimate_s))
     console = stdout_console()
     console.print(table)
+    for override in loaded.overrides:
+        click.echo(f"--set {override}")
     reps = cfg.gates.g3.repetitions
     for cell in cells(cfg):
         n = docs_for(cell.tier, cfg.workload.docs_per_concurrency, cfg.workload.min_docs)

@@ -12,19 +12,21 @@ from harness.cli.common import config_option, db_option
 from harness.errors import UsageError
 
 
-def _defaults(ctx: click.Context, config_path: str) -> tuple[str, str]:
-    """(lang, format) from the config's `report:` when the config exists, else en / pdf.
+def _defaults(ctx: click.Context, config_path: str) -> tuple[str, str, str | None]:
+    """(lang, format, logo data: URI) from the config's `report:` when the config exists,
+    else en / pdf / no logo.
 
     An explicitly given -c that does not exist is an error; the default gate.yaml may be
     absent (a report is often rendered away from the site directory).
     """
     explicit = ctx.get_parameter_source("config_path") not in (ParameterSource.DEFAULT, None)
     if not Path(config_path).exists() and not explicit:
-        return "en", "pdf"
+        return "en", "pdf", None
     from harness.cli.context import open_config
 
-    report = open_config(config_path).config.report
-    return report.lang, report.format
+    loaded = open_config(config_path)
+    report = loaded.config.report
+    return report.lang, report.format, loaded.logo_uri()
 
 
 def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
@@ -51,7 +53,7 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
     """Render the customer report of RUN, or of a whole campaign (latest run of each gate,
     with trends across earlier runs). Prints the written file(s)."""
     _one_target(run_id, campaign, "gate report")
-    lang_default, fmt_default = _defaults(ctx, config_path)
+    lang_default, fmt_default, logo = _defaults(ctx, config_path)
     lang, fmt = lang or lang_default, fmt or fmt_default
     from harness.cli.context import open_store
     from harness.report.api import (
@@ -68,11 +70,11 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
             info = run_info(store, run_id)
             out = output or store_dir(store) / default_name(
                 campaign=info.campaign, gate=info.gate, run_id=run_id, lang=lang)
-            paths = render_run_report(store, run_id, out, lang, fmt)
+            paths = render_run_report(store, run_id, out, lang, fmt, logo=logo)
         else:
             assert campaign is not None
             out = output or store_dir(store) / default_name(campaign=campaign, lang=lang)
-            paths = render_campaign_report(store, campaign, out, lang, fmt)
+            paths = render_campaign_report(store, campaign, out, lang, fmt, logo=logo)
     finally:
         store.close()
     for p in paths:

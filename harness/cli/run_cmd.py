@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import config_option, db_option, inventory_option, stderr_console
+from harness.cli.common import (
+    config_option,
+    db_option,
+    inventory_option,
+    set_option,
+    stderr_console,
+)
 from harness.cli.context import open_config, open_store
 from harness.cli.progress import check_printer, outcome_line
 
@@ -39,12 +45,12 @@ def _sudo_password() -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _request(gate: str, config_path: str, inventory_path: str | None, db_url: str | None,
-             forced: bool, trigger: str, pytest_args: tuple[str, ...] = (),
+def _request(gate: str, config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
+             db_url: str | None, forced: bool, trigger: str, pytest_args: tuple[str, ...] = (),
              suite: str | None = None) -> RunRequest:
     from harness.runner import RunRequest
 
-    loaded = open_config(config_path)
+    loaded = open_config(config_path, overrides)
     store = open_store(db_url)
     return RunRequest(gate=gate, loaded=loaded, store=store,
                       inventory_path=Path(inventory_path) if inventory_path else None,
@@ -56,12 +62,15 @@ def _request(gate: str, config_path: str, inventory_path: str | None, db_url: st
 def _announce(req: RunRequest) -> None:
     stderr_console().print(f"[bold]{req.gate}[/] {req.loaded.config.campaign.name} "
                            f"({'FORCED, ' if req.forced else ''}store {req.store.url})")
+    if req.loaded.overrides:
+        stderr_console().print("--set " + ", ".join(req.loaded.overrides), markup=False)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("gate", callback=_gate_name, metavar="GATE")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 @config_option
+@set_option
 @inventory_option
 @db_option
 @click.option("--force", is_flag=True,
@@ -71,8 +80,9 @@ def _announce(req: RunRequest) -> None:
               help="Print the phases and an estimated duration; touch no host (G3).")
 @click.option("--suite", hidden=True, default=None,
               help="Run another suite dir as this gate (tests).")
-def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_path: str | None,
-        db_url: str | None, force: bool, scheduled: bool, dry_run: bool, suite: str | None) -> None:
+def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tuple[str, ...],
+        inventory_path: str | None, db_url: str | None, force: bool, scheduled: bool,
+        dry_run: bool, suite: str | None) -> None:
     """Run one gate. Extra pytest arguments follow `--`: output options (-v, -s, --tb,
     --log-level ...) and selection (`gate run G3 -- -k TP8`); a run with deselected
     checks is PARTIAL, never PASS, and never satisfies the next gate.
@@ -81,10 +91,10 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_pat
     if dry_run:
         from harness.cli.dry_run import print_plan
 
-        sys.exit(print_plan(gate, config_path))
+        sys.exit(print_plan(gate, config_path, overrides))
     from harness.campaign import run_one
 
-    req = _request(gate, config_path, inventory_path, db_url, force,
+    req = _request(gate, config_path, overrides, inventory_path, db_url, force,
                    "scheduled" if scheduled else "manual", pytest_args, suite)
     _announce(req)
     if suite:
@@ -97,18 +107,19 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, inventory_pat
 
 @click.command()
 @config_option
+@set_option
 @inventory_option
 @db_option
 @click.option("--from", "start", callback=_gate_name, default="G1", show_default=True,
               help="First gate to run.")
 @click.option("--scheduled", is_flag=True, help="Mark the runs as triggered by a schedule.")
-def campaign(config_path: str, inventory_path: str | None, db_url: str | None, start: str,
-             scheduled: bool) -> None:
+def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
+             db_url: str | None, start: str, scheduled: bool) -> None:
     """Run the gates in order, stopping at the first that is not PASS."""
     from harness.campaign import run_campaign
     from harness.registry import from_gate
 
-    req = _request(start, config_path, inventory_path, db_url, False,
+    req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
     steps = run_campaign(req, from_gate(start), skip_unbuilt=False, events=_Shown(req),
                          progress=check_printer())
@@ -136,15 +147,17 @@ class _Shown:
 @click.command()
 @click.argument("run_id", type=int)
 @config_option
+@set_option
 @inventory_option
 @db_option
-def resume(run_id: int, config_path: str, inventory_path: str | None, db_url: str | None) -> None:
+def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
+           db_url: str | None) -> None:
     """Continue an unfinished run after its last complete repetition (gates that resume:
     G3)."""
     from harness.campaign import resume_request
     from harness.runner import run_gate
 
-    req = resume_request(open_store(db_url), run_id, open_config(config_path),
+    req = resume_request(open_store(db_url), run_id, open_config(config_path, overrides),
                          Path(inventory_path) if inventory_path else None,
                          sudo_password=_sudo_password())
     outcome = run_gate(req, progress=check_printer())

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
+from harness.config.logo import logo_data_uri
 from harness.config.models import Arms, CommandAction, PlaybookAction, SiteConfig
 from harness.errors import ConfigError
 
@@ -17,8 +19,9 @@ from harness.errors import ConfigError
 PLACEHOLDERS = ("arm", "layout", "tp", "instance", "port", "host", "address", "url")
 
 
-def check_site(config: SiteConfig, source: str) -> None:
-    """Raise the first cross-key problem of `config` (read from `source`)."""
+def check_site(config: SiteConfig, source: str, base: Path | None = None) -> None:
+    """Raise the first cross-key problem of `config` (read from `source`; relative paths
+    in it are relative to `base`, by default the source's directory)."""
     g3 = config.gates.g3
 
     def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
@@ -42,6 +45,19 @@ def check_site(config: SiteConfig, source: str) -> None:
                        "accelerated arm only", "move them to arms.accelerated.differs_by")
         for key, text in _arm_texts(config.arms):
             _check_placeholders(text, key, fail)
+    _check_logo(config, source, base if base is not None else Path(source).parent)
+
+
+def _check_logo(config: SiteConfig, source: str, base: Path) -> None:
+    """report.logo must be an image gate can embed, now rather than at the report."""
+    logo = config.report.logo
+    if not logo:  # "" as good as unset
+        return
+    path = Path(logo).expanduser()
+    try:
+        logo_data_uri(path if path.is_absolute() else base / path, logo)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, file=source, key=exc.key, hint=exc.hint) from None
 
 
 def _arm_texts(arms: Arms) -> Iterator[tuple[str, str]]:

@@ -126,8 +126,9 @@ class G1(Frozen):
 
 
 class G2(Frozen):
-    fio: dict[str, Any] = Field(default_factory=dict)
-    thresholds: dict[str, float] = Field(default_factory=dict)
+    """G2's settings. Empty but `optional` until G2's suite is built: its issue adds the
+    fio jobs and thresholds it reads (keys nothing reads are refused, not ignored)."""
+
     optional: list[str] = Field(default_factory=list)
 
 
@@ -224,10 +225,9 @@ class G3(Frozen):
 
 
 class G4(Frozen):
-    duration: str = "72h"
-    concurrency: int = Field(default=16, gt=0)
-    window: str = "60s"
-    criteria: dict[str, float] = Field(default_factory=dict)
+    """G4's settings. Empty but `optional` until G4's suite is built: its issue adds the
+    soak's duration, windows and criteria (keys nothing reads are refused, not ignored)."""
+
     optional: list[str] = Field(default_factory=list)
 
 
@@ -240,6 +240,8 @@ class Gates(Frozen):
 
 class Report(Frozen):
     lang: Literal["en", "zh"] = "en"
+    # An image (PNG, JPEG, GIF, SVG) on the report's first page, path relative to the
+    # config file; checked at load (harness/config/logo.py), embedded in the report.
     logo: str | None = None
     format: Literal["pdf", "html", "both"] = "pdf"
 

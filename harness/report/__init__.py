@@ -14,17 +14,17 @@ if TYPE_CHECKING:
 
 
 def render_run_report(store: Store, run_id: int, out: Path, lang: str = "en",
-                      fmt: str = "pdf") -> list[Path]:
+                      fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     from harness.report.api import render_run_report as impl
 
-    return impl(store, run_id, out, lang, fmt)
+    return impl(store, run_id, out, lang, fmt, logo=logo)
 
 
 def render_campaign_report(store: Store, campaign: str, out: Path, lang: str = "en",
-                           fmt: str = "pdf") -> list[Path]:
+                           fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     from harness.report.api import render_campaign_report as impl
 
-    return impl(store, campaign, out, lang, fmt)
+    return impl(store, campaign, out, lang, fmt, logo=logo)
 
 
 __all__ = ["render_campaign_report", "render_run_report"]

@@ -50,22 +50,29 @@ def write_report(report: Report, out: Path, fmt: str) -> list[Path]:
     return written
 
 
+def _with_logo(report: Report, logo: str | None) -> Report:
+    """The site's logo (a data: URI from LoadedConfig.logo_uri) on the first page. It
+    comes from the config at hand, not from the store: a run records the logo's path,
+    and a report is often rendered where that path means nothing."""
+    return report.model_copy(update={"logo": logo}) if logo else report
+
+
 def render_run_report(store: Store, run_id: int, out: Path, lang: str = "en",
-                      fmt: str = "pdf") -> list[Path]:
+                      fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     """Render one run's report to `out` (suffix replaced per format); returns the paths."""
     _targets(out, fmt)
     t = translator(lang)
     report = build_run_report(store, run_id, t, choose_fonts(lang))
-    return write_report(report, out, fmt)
+    return write_report(_with_logo(report, logo), out, fmt)
 
 
 def render_campaign_report(store: Store, campaign: str, out: Path, lang: str = "en",
-                           fmt: str = "pdf") -> list[Path]:
+                           fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     """Render a campaign's report (latest run of each gate, trends) to `out`."""
     _targets(out, fmt)
     t = translator(lang)
     report = build_campaign_report(store, campaign, t, choose_fonts(lang))
-    return write_report(report, out, fmt)
+    return write_report(_with_logo(report, logo), out, fmt)
 
 
 def _safe(name: str) -> str:

@@ -247,3 +247,4 @@ class Report(Frozen):
     accepted: list[str] = []  # "G3 run 9 counts as PASS (signed): reviewer ... accepted ..."
     settings: list[RunSettings] = []  # per G3 run: decision settings off their defaults
     arms: list[ArmsCheck] = []  # per G3 run: what differed between the arms' engines
+    logo: str = ""  # report.logo as a data: URI (image/png, jpeg, gif, svg+xml); "": none
