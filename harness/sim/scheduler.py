@@ -139,10 +139,11 @@ class SharedStepClock:
         self._timer_at = float("inf")
 
     def _fire(self) -> None:
+        due = self._timer_at
         self._timer = None
         self._timer_at = float("inf")
         self._sync()
-        self.lag.wake(self._t - self._timer_at)
+        self.lag.wake(self._t - due)
         late = self._t - self._set_for
         if late >= 0:
             self._late = min(self.MAX_EARLY_S, 0.9 * self._late + 0.1 * late)
