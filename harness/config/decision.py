@@ -94,7 +94,7 @@ SETTINGS: tuple[Setting, ...] = (
             "CPU the load generator's process may use (share of a core)"),
     Setting((*_HEALTH, "max_host_cpu"), LoadHealth, "higher",
             "busy share of the client host's cores"),
-    Setting((*_HEALTH, "max_sim_lag_s"), LoadHealth, "higher",
+    Setting((*_HEALTH, "max_sim_lag_share"), LoadHealth, "higher",
             "how far a simulated engine may fall behind its modelled schedule"),
 )
 

@@ -43,7 +43,7 @@ class HealthBounds:
     max_late_share: float = 0.05
     max_process_cpu: float = 0.95
     max_host_cpu: float = 1.0
-    max_sim_lag_s: float = 1.0
+    max_sim_lag_share: float = 0.25
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -211,9 +211,11 @@ def judge(r: HealthReading, bounds: HealthBounds) -> PhaseHealth:
                        f"{bounds.max_process_cpu:.0%})")
     if r.host_cpu is not None and r.host_cpu > bounds.max_host_cpu:
         reasons.append(f"host CPU {r.host_cpu:.0%} busy (> {bounds.max_host_cpu:.0%})")
-    if r.sim_lag_max_s is not None and r.sim_lag_max_s > bounds.max_sim_lag_s:
+    if r.sim_lag_max_s is not None and r.wall_s > 0 \
+            and r.sim_lag_max_s / r.wall_s > bounds.max_sim_lag_share:
         reasons.append(f"simulator fell behind its schedule by {r.sim_lag_max_s:.2f} s "
-                       f"(> {bounds.max_sim_lag_s:g} s)")
+                       f"({r.sim_lag_max_s / r.wall_s:.0%} of the {r.wall_s:.2f} s phase > "
+                       f"{bounds.max_sim_lag_share:.0%})")
     return PhaseHealth(
         loop_lag_p50_ms=p50, loop_lag_p99_ms=p99, loop_lag_max_ms=worst,
         loop_samples=len(r.loop_lag_s),

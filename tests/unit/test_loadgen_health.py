@@ -60,7 +60,7 @@ def test_proc_stat_busy_is_all_but_idle_and_iowait() -> None:
 
 def test_each_crossed_bound_is_one_reason() -> None:
     bounds = HealthBounds(max_loop_lag_p99_ms=50, late_after_ms=10, max_late_share=0.1,
-                          max_process_cpu=0.9, max_host_cpu=0.95, max_sim_lag_s=0.5)
+                          max_process_cpu=0.9, max_host_cpu=0.95, max_sim_lag_share=0.1)
     calm = judge(HealthReading(wall_s=10, loop_lag_s=[0.001] * 100, process_cpu_s=3,
                                host_cpu=0.5, send_lag_s=[0.001] * 20), bounds)
     assert not calm.saturated and calm.late_sends == 0 and calm.process_cpu == 0.3
@@ -72,7 +72,7 @@ def test_each_crossed_bound_is_one_reason() -> None:
         "5 of 10 requests sent more than 10 ms late (50% > 10%)",
         "load generator used 98% of a core (> 90%)",
         "host CPU 99% busy (> 95%)",
-        "simulator fell behind its schedule by 1.25 s (> 0.5 s)",
+        "simulator fell behind its schedule by 1.25 s (12% of the 10.00 s phase > 10%)",
     )
     again = PhaseHealth.from_dict(json.loads(json.dumps(bad.to_dict())))
     assert again == bad and again.to_dict()["saturated"] is True
