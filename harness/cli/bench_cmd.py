@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option
+
+if TYPE_CHECKING:
+    from harness.loadgen.health import HealthBounds
 
 BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
 gate section; progress goes to stderr. A bench is not a gate: its run is stored without a
@@ -83,7 +86,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         timeout=timeout, api=api, seed=seed, slo=parse_slo(goodput),  # type: ignore[arg-type]
         metrics_interval=metrics_interval, scrape_metrics=not no_metrics,
         progress=not no_progress, args=tuple(sys.argv[1:]),
-        **_filed_under(config_path, campaign),
+        **_filed_under(config_path, campaign), health=_health_bounds(config_path),
     )
     out = run_bench(opts, db_url)
     res = out.result
@@ -105,6 +108,9 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
     for note in out.workload.notes:
         click.echo(f"gate: note: {note}", err=True)
+    if out.health.saturated:
+        click.echo(f"gate: warning: client saturated: {out.health.reason}: the numbers above "
+                   "may show the load generator's limit, not the server's", err=True)
     if out.exit_code:
         sys.exit(out.exit_code)  # SystemExit, not click's Exit: `python -m harness` drops a return
 
@@ -119,6 +125,18 @@ def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
 
     cfg = load_config(path).config
     return {"campaign": campaign or cfg.campaign.name, "site": cfg.site.name}
+
+
+def _health_bounds(config_path: str) -> HealthBounds:
+    """The site config's load.health bounds when there is a config, else the defaults."""
+    from harness.loadgen.health import HealthBounds
+
+    path = Path(config_path)
+    if not path.is_file():
+        return HealthBounds()
+    from harness.config.loader import load_config
+
+    return HealthBounds.from_dict(load_config(path).config.load.health.model_dump())
 
 
 @click.group("import")
@@ -144,10 +162,10 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
     failed: the run is ERROR, exit 3."""
     from harness.errors import EXIT_ERROR, UsageError
     from harness.loadgen.bench import left_running
+    from harness.loadgen.storage import PhaseKey, begin
     from harness.loadgen.vllm_import import benchmark_params, import_outcome, parse_vllm_bench
     from harness.store.db import Store
     from harness.store.runs import NewRun, add_artifact, finish_run, start_run
-    from harness.store.writer import finish_benchmark, insert_requests, start_benchmark
 
     try:
         text = file.read_text(encoding="utf-8")
@@ -168,19 +186,19 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
             add_artifact(store, run_id, file, kind="vllm-bench")
             for r in runs:
                 conc = r.scalars.get("max_concurrency")
-                bid = start_benchmark(store, run_id,
-                                      tier=int(conc) if isinstance(conc, int) else 0,
-                                      repetition=int(r.scalars.get("run_number", r.index) or 0),
-                                      phase="measured", driver="vllm-bench",
-                                      params=benchmark_params(r))
+                key = PhaseKey(tier=int(conc) if isinstance(conc, int) else 0,
+                               repetition=int(r.scalars.get("run_number", r.index) or 0),
+                               driver="vllm-bench")
+                phase = begin(store, run_id, key, params=benchmark_params(r))
+                bid = phase.benchmark_id
                 if r.records:
-                    insert_requests(store, bid, [rec.to_row() for rec in r.records])
-                summary = dict(r.scalars)
-                summary.update({"recomputed": r.recomputed, "warnings": r.warnings,
-                                "requests_stored": len(r.records)})
-                finish_benchmark(store, bid, status="FINISHED",
-                                 duration=float(r.scalars.get("duration") or 0.0),
-                                 summary=summary)
+                    phase.sink(r.records)
+                # the file's own scalars stand for the phase's summary (no health: the
+                # load ran elsewhere, unobserved)
+                phase.finish(None, status="FINISHED",
+                             duration=float(r.scalars.get("duration") or 0.0),
+                             extra={**r.scalars, "recomputed": r.recomputed,
+                                    "warnings": r.warnings})
                 for w in r.warnings:
                     click.echo(f"gate: warning: {w}", err=True)
                 listed.append({"benchmark_id": bid, "index": r.index,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from harness.config.models import CRITERIA, G3, Evidence, G3Thresholds, Repetitions
+from harness.config.models import CRITERIA, G3, Evidence, G3Thresholds, LoadHealth, Repetitions
 
 Weaker = Literal["lower", "higher"]
 
@@ -60,6 +60,7 @@ class Setting:
 
 
 _G3 = ("gates", "g3")
+_HEALTH = ("load", "health")
 SETTINGS: tuple[Setting, ...] = (
     Setting((*_G3, "thresholds", "ttft_p50_drop"), G3Thresholds, "lower",
             "TTFT p50 must drop at least this much (the contract's floor)"),
@@ -82,6 +83,19 @@ SETTINGS: tuple[Setting, ...] = (
             "GPU prefix-cache hits allowed after a cold restart"),
     Setting((*_G3, "evidence", "max_token_disagreement"), Evidence, "higher",
             "requests whose server token count may disagree with the fixed length"),
+    # A looser client-health bound lets a starved load generator decide a cell.
+    Setting((*_HEALTH, "max_loop_lag_p99_ms"), LoadHealth, "higher",
+            "event-loop lag (p99) the load generator may have"),
+    Setting((*_HEALTH, "late_after_ms"), LoadHealth, "higher",
+            "how late a send may be before it counts as late"),
+    Setting((*_HEALTH, "max_late_share"), LoadHealth, "higher",
+            "share of sends that may be late"),
+    Setting((*_HEALTH, "max_process_cpu"), LoadHealth, "higher",
+            "CPU the load generator's process may use (share of a core)"),
+    Setting((*_HEALTH, "max_host_cpu"), LoadHealth, "higher",
+            "busy share of the client host's cores"),
+    Setting((*_HEALTH, "max_sim_lag_share"), LoadHealth, "higher",
+            "how far a simulated engine may fall behind its modelled schedule"),
 )
 
 

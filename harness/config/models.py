@@ -97,9 +97,42 @@ class Layout(Frozen):
     instances: list[Instance] = Field(min_length=1)
 
 
+class LoadHealth(Frozen):
+    """When a load phase's own client counts as saturated (harness/loadgen/health.py).
+
+    A saturated phase cannot decide a G3 cell (INCONCLUSIVE "client saturated"); `gate
+    bench` warns. The defaults pass a healthy 2-core machine running `gate demo` (its
+    engines on the same cores) and the test suite beside it, and fail a client that is
+    really starved; making one looser than its default needs a reviewer's sign-off on a
+    G3 PASS (harness/config/decision.py), tighter is always allowed.
+    """
+
+    # The loop's oversleep of a 10 ms timer, p99. A healthy loop under the demo's load
+    # wakes within a few ms; at 100 ms every TTFT carries a delay of that order.
+    max_loop_lag_p99_ms: float = Field(default=100.0, gt=0, le=1000)
+    # A send counts late past this many ms after its due time (open loop: its schedule;
+    # closed loop: its slot's previous response ended) ...
+    late_after_ms: float = Field(default=50.0, gt=0, le=1000)
+    # ... and more than this share of late sends saturates the phase.
+    max_late_share: float = Field(default=0.05, ge=0, le=1)
+    # CPU of the load generator's process as a share of one core (its event loop is one
+    # thread; the store writer and the /metrics sampler add a little beside it).
+    max_process_cpu: float = Field(default=0.95, gt=0, le=4)
+    # Busy share of the host's cores (/proc/stat). 1.0 means not judged by default: the
+    # demo's engines share the client's cores and keep them busy by design; a site whose
+    # client host runs nothing else may set e.g. 0.9.
+    max_host_cpu: float = Field(default=1.0, gt=0, le=1)
+    # A simulated engine's worst wake behind its modelled schedule, as a share of the
+    # phase's wall time (a share, because --speed scales every modelled duration): past
+    # it the phase measured the host, not the model (a real engine exposes no such
+    # counter). The demo on a busy 2-core machine shows 1-13 %; 25 % leaves CI room.
+    max_sim_lag_share: float = Field(default=0.25, gt=0, le=1)
+
+
 class Load(Frozen):
     placement: Literal["local", "client"] = "local"
     timeout: float = Field(default=1800.0, gt=0, description="per-request timeout, s")
+    health: LoadHealth = LoadHealth()
 
 
 class Workload(Frozen):
@@ -210,6 +243,8 @@ class G3(Frozen):
     confidence: float = Field(default=0.95, ge=0.90, lt=1)
     bootstrap: int = Field(default=2000, ge=1000)
     seed: int = 20261202
+    # A phase (warm or measured) still running after this many seconds is stopped: its
+    # requests in flight are cancelled, what finished is stored, the cell is ERROR.
     phase_timeout: float = Field(default=3600.0, gt=0)
     gate_budget: float = Field(default=7 * 24 * 3600.0, gt=0)
     evidence: Evidence = Evidence()

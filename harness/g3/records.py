@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,9 @@ from harness.config.models import SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.plan import ARMS, Cell
 from harness.g3.rules import FIXED_OUTPUT_BODY, PhaseTokens, phase_tokens
-from harness.loadgen.records import RequestRecord
+from harness.loadgen.health import HealthBounds
+from harness.loadgen.phase import PhaseSpec
+from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
 from harness.store import writer
 
 
@@ -30,6 +31,9 @@ class ArmRep:
     # some could not be read.
     facts: list[dict[str, str]] = field(default_factory=list)
     fact_problems: list[str] = field(default_factory=list)
+    # Why the phase's own client was saturated ('' when it was not): such a phase
+    # cannot decide the cell (harness/loadgen/health.py).
+    saturation: str = ""
 
     @property
     def output_tokens(self) -> int:
@@ -56,18 +60,24 @@ def completed_reps(store: Any, run_id: int, cell: Cell,
             continue
         records = [RequestRecord.from_row(r) for r in writer.requests(store, b.id)]
         identity = b.summary.get("identity") or {}
+        health = b.summary.get("health") or {}
         found.setdefault(b.repetition, {})[b.arm] = ArmRep(
             ttfts(records), phase_tokens(records, fixed), float(b.duration or 0.0),
             dict(b.summary.get("evidence", {})), b.id,
-            list(identity.get("facts") or []), list(identity.get("problems") or []))
+            list(identity.get("facts") or []), list(identity.get("problems") or []),
+            "; ".join(str(r) for r in health.get("reasons") or []))
     return {rep: pair for rep, pair in found.items() if set(pair) == set(ARMS)}
 
 
-def store_batch(store: Any, bench: int) -> Callable[[list[Any]], None]:
-    def store_rows(records: list[Any]) -> None:
-        writer.insert_requests(store, bench, [r.to_row() for r in records])
-
-    return store_rows
+def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
+               specs: list[RequestSpec]) -> PhaseSpec:
+    """A G3 phase (warm or measured, the same documents): closed loop at the tier, every
+    request asking the fixed output length, stopped past gates.g3.phase_timeout, its
+    client judged by load.health."""
+    return PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs), concurrency=tier,
+                     api=cfg.workload.api, timeout=cfg.load.timeout,
+                     phase_timeout=cfg.gates.g3.phase_timeout, extra_body=FIXED_OUTPUT_BODY,
+                     health=HealthBounds.from_dict(cfg.load.health.model_dump()))
 
 
 def phase_params(specs: list[Any], urls: list[str], cfg: SiteConfig,
@@ -78,12 +88,6 @@ def phase_params(specs: list[Any], urls: list[str], cfg: SiteConfig,
             "fixed_output": {"max_tokens": cfg.workload.max_tokens, **FIXED_OUTPUT_BODY},
             "calibrated": bool(getattr(workload, "calibrated", False)),
             "prompt_tokens": [s.prompt_tokens for s in specs][:512]}
-
-
-def phase_summary(result: Any) -> dict[str, Any]:
-    s = result.summary
-    out: dict[str, Any] = jsonable(s.to_dict() if hasattr(s, "to_dict") else dict(vars(s)))
-    return out
 
 
 def store_cell(store: Any, run_id: int, cfg: SiteConfig, cell: Cell, d: Any,

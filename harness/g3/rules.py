@@ -18,6 +18,7 @@ NOT_EXERCISED = "accelerator not exercised"
 CONTAMINATED = "baseline contaminated"
 TOKENS_DISAGREE = "token counts disagree"
 LENGTH_NOT_FIXED = "output length not fixed"
+CLIENT_SATURATED = "client saturated"
 # Every G3 request asks a fixed output length and tells the engine to ignore EOS (vLLM,
 # SGLang and the simulator honour `ignore_eos`); the run records it with the phase.
 FIXED_OUTPUT_BODY = {"ignore_eos": True}
@@ -73,6 +74,12 @@ def check_evidence(pair: dict[str, Any], rules: Any) -> str:
     """'' when the pair's evidence is sound, else why the cell cannot be decided."""
     acc, base = pair["accelerated"].evidence, pair["baseline"].evidence
     min_share = rules.min_external_hit_share
+    for arm in ARMS:
+        # A starved load generator compresses both arms toward its own limit: the ratio
+        # would describe the client, not the tier.
+        saturation = getattr(pair[arm], "saturation", "")
+        if saturation:
+            return f"{CLIENT_SATURATED}: {saturation} ({arm} arm)"
     for arm in ARMS:
         t = pair[arm].ttft
         failed = int(np.sum(~np.isfinite(t)))

@@ -29,20 +29,20 @@ from harness.g3.records import (
     completed_reps,
     jsonable,
     phase_params,
-    phase_summary,
-    store_batch,
+    phase_spec,
     store_cell,
     ttfts,
 )
 from harness.g3.rules import (
-    FIXED_OUTPUT_BODY,
     all_restarted,
     check_evidence,
     compare_cards,
     phase_tokens,
 )
+from harness.loadgen import storage
+from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.store import runs as store_runs
-from harness.store import writer
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ class G3Session:
     preflights: dict[str, Preflight] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Any] = field(default_factory=dict)  # repetition -> document set
+    # Where load phases run (a later issue adds an agent on the client host).
+    executor: Executor = field(default_factory=InProcessExecutor)
 
     @property
     def config(self) -> SiteConfig:
@@ -150,44 +152,44 @@ class G3Session:
         return replace(full, specs=full.specs[:n])
 
     def run_arm(self, cell: Cell, rep: int, arm: str, workload: Any) -> tuple[ArmRep, Any]:
-        from harness.loadgen import cache_evidence, run_phase
+        from harness.loadgen import cache_evidence
+        from harness.loadgen.sampler import MetricsSampler
         from harness.probes.prometheus import scrape
 
         cfg, layout, store, run_id = self.config, cell.layout, self.gate.store, self.gate.run_id
         eps = endpoints(cfg, self.gate.inventory, arm, layout)
-        load_eps = _load_endpoints(eps, cfg.model.name)
         urls = [ep.url for ep in eps]
 
-        def start_phase(phase: str, specs: list[Any]) -> int:
-            return writer.start_benchmark(store, run_id, arm=arm, layout=layout.name,
-                                          tier=cell.tier, repetition=rep, phase=phase,
-                                          params=phase_params(specs, urls, cfg, workload))
-
-        def load(specs: list[Any], bench: int) -> Any:
-            return run_phase(load_eps, specs, concurrency=cell.tier, api=cfg.workload.api,
-                             timeout=cfg.load.timeout, progress=True,
-                             extra_body=FIXED_OUTPUT_BODY, on_batch=store_batch(store, bench))
+        def begin(phase: str, specs: list[Any]) -> PhaseWriter:
+            return storage.begin(store, run_id, PhaseKey(arm, layout.name, cell.tier, rep, phase),
+                                 params=phase_params(specs, urls, cfg, workload))
 
         self.start(arm, layout)
         try:
             if workload is None:
                 workload = self.workload(cell, rep, eps[0].url)
             specs = list(workload.specs)
-            warm = start_phase("warm", specs)
-            w = load(specs, warm)
-            writer.finish_benchmark(store, warm, status="FINISHED", duration=w.wall_time,
-                                    summary=phase_summary(w))
+            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
+            warm = begin("warm", specs)
+            w = self.executor.run(spec, warm.sink)
+            warm.finish(w)
+            _ended_in_time(w, "warm", arm)
             _some_succeeded(w.records, "warm", arm)
             warmed = scrape_all(urls, scrape)
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
             before = scrape_all(urls, scrape)
-            bench = start_phase("measured", specs)
+            bench = begin("measured", specs)
             ev = cfg.gates.g3.evidence
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
-                                ev.storage_sample_interval) as sampler:
-                m = load(specs, bench)
-            _still_healthy(eps, bench, store)
+                                ev.storage_sample_interval) as sampler, \
+                    MetricsSampler(urls, ev.metrics_interval) as metrics:
+                m = self.executor.run(spec, bench.sink)
+            series = sampler.series() + metrics.series_rows()
+            if m.status == "TIMEOUT":
+                bench.finish(m, series=series)
+            _ended_in_time(m, "measured", arm)
+            _still_healthy(eps, bench, m)
             _some_succeeded(m.records, "measured", arm)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
@@ -195,23 +197,19 @@ class G3Session:
             evidence["storage"] = sampler.bandwidth()
             evidence["storage_errors"] = sampler.errors[:5]
             now = time.time()
-            writer.insert_series(store, run_id, sampler.series(), benchmark_id=bench)
-            writer.insert_series(store, run_id, [
-                {"source": layout.name, "metric": f"evidence:{k}", "labels": {"arm": arm},
-                 "at": now, "value": float(v)}
-                for k, v in evidence.items() if isinstance(v, int | float)
-            ], benchmark_id=bench)
+            series += [{"source": layout.name, "metric": f"evidence:{k}",
+                        "labels": {"arm": arm}, "at": now, "value": float(v)}
+                       for k, v in evidence.items() if isinstance(v, int | float)]
             lengths = phase_tokens(m.records, cfg.workload.max_tokens)
-            summary = {**phase_summary(m), "evidence": evidence,
-                       "fixed_output": {"requests_at_length": lengths.at_length,
-                                        "completed": lengths.completed,
-                                        "usage_disagrees": lengths.disagree},
-                       "identity": {"facts": seen.facts, "problems": seen.problems}}
-            writer.finish_benchmark(store, bench, status="FINISHED", duration=m.wall_time,
-                                    summary=summary)
-            return ArmRep(ttft=ttfts(m.records), lengths=lengths, wall_time=m.wall_time,
-                          evidence=evidence, benchmark_id=bench, facts=seen.facts,
-                          fact_problems=seen.problems), workload
+            bench.finish(m, series=series, extra={
+                "evidence": evidence,
+                "fixed_output": {"requests_at_length": lengths.at_length,
+                                 "completed": lengths.completed,
+                                 "usage_disagrees": lengths.disagree},
+                "identity": {"facts": seen.facts, "problems": seen.problems}})
+            return ArmRep(ttft=ttfts(m.records), lengths=lengths, wall_time=m.result.wall_time,
+                          evidence=evidence, benchmark_id=bench.benchmark_id, facts=seen.facts,
+                          fact_problems=seen.problems, saturation=m.health.reason), workload
         finally:
             self.stop(arm, layout)
 
@@ -308,14 +306,23 @@ def _load_endpoints(eps: list[Any], model: str) -> list[Any]:
     return [Endpoint(url=ep.url, model=model, instance=ep.instance) for ep in eps]
 
 
-def _still_healthy(eps: list[Any], bench: int, store: Any) -> None:
+def _ended_in_time(outcome: PhaseOutcome, phase: str, arm: str) -> None:
+    """A phase stopped by gates.g3.phase_timeout measured only part of its requests: the
+    cell is ERROR (what finished is stored, the benchmark row says TIMEOUT)."""
+    if outcome.status == "TIMEOUT":
+        raise MeasurementError(f"the {arm} {phase} phase ran past gates.g3.phase_timeout "
+                               f"({outcome.result.params.get('phase_timeout'):g} s) and was "
+                               "stopped; its finished requests are stored", stage=phase)
+
+
+def _still_healthy(eps: list[Any], bench: PhaseWriter, outcome: PhaseOutcome) -> None:
     """An engine that died during the phase is an infrastructure failure, not a slow arm."""
     for ep in eps:
         try:
             wait_healthy(ep.url, timeout=10)
         except EndpointError as exc:
-            writer.finish_benchmark(store, bench, status="FAILED", duration=0.0,
-                                    summary={"error": exc.one_line()})
+            bench.finish(outcome, status="FAILED", duration=0.0,
+                         extra={"error": exc.one_line()})
             raise InfrastructureError(f"engine died during the measured phase: {exc.message}",
                                       host=ep.url, stage="measured") from None
 

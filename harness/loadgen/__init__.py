@@ -2,6 +2,7 @@
 
     probe(url) -> ServerInfo                   is it up, OpenAI-compatible, what it serves
     doc_qa(...) / trace_replay(...) / sharegpt(...) -> Workload
+    InProcessExecutor().run(PhaseSpec(...)) -> PhaseOutcome   records, timing, health
     run_phase(endpoints, specs, ...) -> PhaseResult   records + Summary (+ per instance)
     summarize(records, wall_time) -> Summary   vLLM's calculate_metrics, plus gate variants
     scrape(url) / cache_evidence(before, after)  /metrics evidence (harness.probes.prometheus)
@@ -10,7 +11,9 @@
 from __future__ import annotations
 
 from harness.loadgen.engine import PhaseResult, arrival_offsets, run_phase, run_phase_async
+from harness.loadgen.health import HealthBounds, PhaseHealth
 from harness.loadgen.metrics import Dist, Summary, percentile_inf, summarize
+from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome, PhaseSpec
 from harness.loadgen.probe import ServerInfo, probe, require_model
 from harness.loadgen.records import (
     Endpoint,
@@ -27,8 +30,14 @@ __all__ = [
     "CacheEvidence",
     "Dist",
     "Endpoint",
+    "Executor",
+    "HealthBounds",
+    "InProcessExecutor",
     "MetricsSnapshot",
+    "PhaseHealth",
+    "PhaseOutcome",
     "PhaseResult",
+    "PhaseSpec",
     "RequestRecord",
     "RequestSpec",
     "ServerInfo",

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from harness.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, StoreError, UsageError
 from harness.loadgen import storage
-from harness.loadgen.engine import Arrival, PhaseResult, run_phase
+from harness.loadgen.engine import Arrival, PhaseResult
+from harness.loadgen.health import HealthBounds, PhaseHealth
+from harness.loadgen.phase import InProcessExecutor, PhaseOutcome, PhaseSpec
 from harness.loadgen.probe import ServerInfo, probe_all, require_model
 from harness.loadgen.records import Endpoint, RequestSpec
 from harness.loadgen.sampler import MetricsSampler
@@ -52,6 +54,8 @@ class BenchOptions:
     campaign: str = "bench"
     site: str = "local"
     args: tuple[str, ...] = ()
+    # the site config's load.health when there is one
+    health: HealthBounds = field(default_factory=HealthBounds)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class BenchOutcome:
     summary: dict[str, Any]
     verdict: str | None  # a bench is not a gate: None, or ERROR when nothing completed
     reason: str = ""
+    health: PhaseHealth = field(default_factory=PhaseHealth)
 
     @property
     def exit_code(self) -> int:
@@ -166,32 +171,35 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
             "servers": [{"url": i.url, "models": i.models, "version": i.version,
                          "max_model_len": i.max_model_len, "card": i.raw} for i in infos],
         }
-        bid, sink = storage.begin(store, run_id, params=params, tier=o.concurrency,
-                                  phase="measured", driver="gate")
-        result: PhaseResult | None = None
+        spec = PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs),
+                         concurrency=o.concurrency, rate=o.rate, arrival=arrival,
+                         burstiness=o.burstiness, warmup=o.warmup, duration=o.duration,
+                         seed=o.seed, timeout=o.timeout, api=o.api, slo=o.slo or None,
+                         tag=f"gate-r{run_id}", health=o.health)
+        phase = storage.begin(store, run_id, storage.PhaseKey(tier=o.concurrency),
+                              params=params)
+        done: PhaseOutcome | None = None
         try:
             sampler = MetricsSampler(list(o.urls) if o.scrape_metrics else [],
                                      o.metrics_interval if o.scrape_metrics else 0)
             with sampler:
-                result = run_phase(endpoints, specs, concurrency=o.concurrency, api=o.api,
-                                   rate=o.rate, arrival=arrival, burstiness=o.burstiness,
-                                   seed=o.seed, timeout=o.timeout, warmup=o.warmup,
-                                   duration=o.duration, progress=o.progress, on_batch=sink,
-                                   slo=o.slo or None, tag=f"gate-r{run_id}")
+                done = InProcessExecutor(progress=o.progress).run(spec, phase.sink)
         except BaseException as exc:
             with left_running(run_id, exc):
-                storage.finish(store, run_id, bid, result, status="ABORTED")
+                phase.finish(done, status="ABORTED")
                 finish_run(store, run_id, verdict="ERROR", reason="bench interrupted",
                            status="ABORTED")
             raise
         with left_running(run_id):
-            summary = storage.finish(store, run_id, bid, result, sampler=sampler,
-                                     extra={"stored_requests": sink.stored})
+            rows, evidence = storage.sampled(sampler)
+            summary = phase.finish(done, series=rows, cache_evidence=evidence)
+            result = done.result
             verdict, reason = outcome(result.summary.completed, result.summary.failed)
             finish_run(store, run_id, verdict=verdict,  # NULL: not a gate
                        reason=reason, simulated=simulated)
-        return BenchOutcome(run_id=run_id, benchmark_id=bid, result=result, workload=wl,
-                            infos=infos, summary=summary, verdict=verdict, reason=reason)
+        return BenchOutcome(run_id=run_id, benchmark_id=phase.benchmark_id, result=result,
+                            workload=wl, infos=infos, summary=summary, verdict=verdict,
+                            reason=reason, health=done.health)
     finally:
         store.close()
 

@@ -102,11 +102,12 @@ def _fail(rec: RequestRecord, kind: str, message: str) -> None:
 
 async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
                  headers: Mapping[str, str], rec: RequestRecord, t0: float, chat: bool,
-                 prompt_tokens: int | None) -> None:
-    """Send one request and fill `rec` in place (times relative to `t0`, the phase start)."""
+                 prompt_tokens: int | None) -> float:
+    """Send one request and fill `rec` in place (times relative to `t0`, the phase start).
+    Returns when (monotonic) its last network read arrived: the moment its slot freed."""
     monotonic = time.monotonic
     chunks = rec.chunk_times
-    sent = monotonic()
+    sent = last = monotonic()
     rec.sent = sent - t0
     usage: Any = None
     done = finished = False
@@ -122,10 +123,11 @@ async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
                 _fail(rec, f"http_{resp.status}",
                       f"HTTP {resp.status} {resp.reason or ''}: "
                       f"{raw[:2000].decode('utf-8', 'replace')}")
-                return
+                return monotonic()
             feed = SSEDecoder().feed
             async for data in resp.content.iter_any():
-                t = monotonic() - sent
+                last = monotonic()
+                t = last - sent
                 for ev in feed(data):
                     if ev == b"[DONE]":
                         done = True
@@ -174,27 +176,27 @@ async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
                             usage = u
                         elif not choices and obj.get("error"):
                             _fail(rec, "stream_error", f"server error in stream: {s}")
-                            return
+                            return monotonic()
                     except (ValueError, StopIteration, AttributeError, TypeError, KeyError,
                             IndexError, UnicodeDecodeError):
                         _fail(rec, "bad_chunk", "not an OpenAI stream chunk: "
                               + ev[:200].decode("utf-8", "replace"))
-                        return
+                        return monotonic()
     except TimeoutError:
         _fail(rec, "timeout", f"no complete response within the request timeout "
               f"({len(chunks)} chunks received)")
-        return
+        return monotonic()
     except aiohttp.ClientConnectorError as exc:
         _fail(rec, "connect", f"{type(exc).__name__}: {exc}")
-        return
+        return monotonic()
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
             aiohttp.ClientOSError) as exc:
         kind = "cut" if rec.status is not None else "disconnect"
         _fail(rec, kind, f"{type(exc).__name__}: {exc} after {len(chunks)} chunks")
-        return
+        return monotonic()
     except aiohttp.ClientError as exc:
         _fail(rec, "client_error", f"{type(exc).__name__}: {exc}")
-        return
+        return monotonic()
     finally:
         if chunks:
             rec.ttft = chunks[0]
@@ -208,6 +210,7 @@ async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
               f"after {len(chunks)} chunks")
     elif text_chunks == 0 and not rec.output_tokens:
         _fail(rec, "no_text", "the response carried no generated text")
+    return last
 
 
 def _count(rec: RequestRecord, usage: Any, text_chunks: int, prompt_tokens: int | None) -> None:

@@ -4,7 +4,11 @@ Open loop keeps each request's scheduled time next to its actual send time, so c
 queueing (coordinated omission) is visible in the records instead of hidden. Warm-up
 requests run first, are kept (flagged) and excluded from the summary and the wall time.
 Completed records are handed to `on_batch` in batches from a writer thread, so storing
-them never blocks the event loop that times the streams.
+them never blocks the event loop that times the streams. A phase past `phase_timeout`
+stops: requests in flight are cancelled and kept as failed records (`cancelled`), what
+completed is kept, and the result says `timed_out`. How late each request was sent
+(after its scheduled time, or after its slot freed) goes to `send_lag` for the phase's
+health (harness/loadgen/health.py).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class PhaseResult:
     summary: Summary
     params: dict[str, Any] = field(default_factory=dict)
     monotonic_start: float = 0.0  # time.monotonic() at t0, to line records up with server logs
+    timed_out: bool = False  # stopped by phase_timeout: the records are what completed by then
 
 
 def arrival_offsets(n: int, rate: float, *, arrival: Arrival = "poisson",
@@ -132,6 +137,7 @@ class _Phase:
         self.sink = sink
         self.progress = progress
         self.records: list[RequestRecord] = []
+        self.send_lag: list[float] = []  # measured requests: send - the moment it was due
         self.urls = [e.base + client.route(api) for e in self.endpoints]
         self.headers = client.base_headers()
         self.tag = tag
@@ -148,7 +154,10 @@ class _Phase:
             self.targets.append(k)
         self.t0 = 0.0
 
-    async def one(self, session: Any, i: int, warmup: bool, scheduled: float) -> None:
+    async def one(self, session: Any, i: int, warmup: bool, scheduled: float,
+                  ready: float | None) -> float:
+        """Send request i; `ready` (monotonic) is when it was due to go, for send_lag.
+        Returns when its slot freed (its last read)."""
         k = self.targets[i]
         spec = self.specs[i]
         rec = RequestRecord(idx=i, instance=self.endpoints[k].instance, doc_id=spec.doc_id,
@@ -157,12 +166,25 @@ class _Phase:
         headers["x-request-id"] = f"{self.tag}-{i}"
         if self.progress is not None:
             self.progress.started()
-        await client.stream(session, self.urls[k], self.bodies[i], headers, rec, self.t0,
-                            self.chat, spec.prompt_tokens)
+        try:
+            freed = await client.stream(session, self.urls[k], self.bodies[i], headers, rec,
+                                        self.t0, self.chat, spec.prompt_tokens)
+        except asyncio.CancelledError:
+            # The phase stopped (timeout, or the store failed): keep what this request
+            # got, as failed, without flushing (that would raise a store failure here).
+            rec.error_kind = "cancelled"
+            rec.error = "the phase stopped before this request completed"
+            self.records.append(rec)
+            if self.sink.on_batch is not None:
+                self.sink.pending.append(rec)
+            raise
+        if ready is not None and not warmup and rec.sent is not None:
+            self.send_lag.append(max(0.0, self.t0 + rec.sent - ready))
         self.records.append(rec)
         self.sink.add(rec)
         if self.progress is not None:
             self.progress.finished(rec)
+        return freed
 
     async def closed(self, session: Any, indices: Sequence[int], warmup: bool,
                      deadline: float) -> None:
@@ -170,11 +192,12 @@ class _Phase:
         monotonic = time.monotonic
 
         async def worker() -> None:
+            freed: float | None = None  # a worker's first send has no slot to wait for
             for i in it:
                 now = monotonic()
                 if now >= deadline:
                     return
-                await self.one(session, i, warmup, now - self.t0)
+                freed = await self.one(session, i, warmup, now - self.t0, freed)
 
         n = max(1, min(self.concurrency, len(indices)))
         await asyncio.gather(*(worker() for _ in range(n)))
@@ -184,22 +207,30 @@ class _Phase:
         sem = asyncio.Semaphore(self.concurrency)
         tasks: set[asyncio.Task[None]] = set()
 
-        async def limited(i: int, scheduled: float) -> None:
+        async def limited(i: int, target: float) -> None:
             async with sem:
-                await self.one(session, i, False, scheduled)
+                # due at its scheduled time, or when the concurrency cap freed a slot
+                await self.one(session, i, False, target - self.t0,
+                               max(target, time.monotonic()))
 
-        for i, off in zip(indices, offsets, strict=True):
-            target = start + float(off)
-            if target >= deadline:
-                break
-            delay = target - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            task = asyncio.create_task(limited(i, target - self.t0))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        while tasks:
-            await asyncio.gather(*list(tasks))
+        try:
+            for i, off in zip(indices, offsets, strict=True):
+                target = start + float(off)
+                if target >= deadline:
+                    break
+                delay = target - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                task = asyncio.create_task(limited(i, target))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            while tasks:
+                await asyncio.gather(*list(tasks))
+        finally:  # stopped early: no request may outlive the phase (and its session)
+            for task in list(tasks):
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*list(tasks), return_exceptions=True)
 
 
 @contextlib.contextmanager
@@ -229,8 +260,12 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
                           progress: bool = True, on_batch: OnBatch | None = None,
                           slo: dict[str, float] | None = None,
                           extra_body: dict[str, Any] | None = None, tag: str = "gate",
-                          batch_size: int = 2000, batch_interval: float = 0.5) -> PhaseResult:
-    """The phase itself, for callers already inside an event loop (see run_phase)."""
+                          batch_size: int = 2000, batch_interval: float = 0.5,
+                          phase_timeout: float | None = None,
+                          send_lag: list[float] | None = None) -> PhaseResult:
+    """The phase itself, for callers already inside an event loop (see run_phase).
+    `phase_timeout` (s, the whole phase with its warm-up) stops it; `send_lag` receives
+    each measured request's send lag (s)."""
     if not endpoints:
         raise UsageError("no endpoint to load")
     if concurrency < 1:
@@ -251,19 +286,27 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
     phase.t0 = time.monotonic()
     ticker = asyncio.create_task(sink.ticker(asyncio.current_task()))
     prog.start()
+    start = phase.t0
+    timed_out = False
     try:
         with heap_frozen():
-            async with client.new_session(timeout, concurrency) as session:
-                if warmup:
-                    await phase.closed(session, range(warmup), True, math.inf)
-                start = time.monotonic()
-                prog.measuring(start)
-                deadline = start + duration if duration else math.inf
-                if offsets is None:
-                    await phase.closed(session, measured, False, deadline)
-                else:
-                    await phase.open(session, measured, offsets, start, deadline)
-                wall = time.monotonic() - start
+            scope = asyncio.timeout(phase_timeout)
+            try:
+                async with scope, client.new_session(timeout, concurrency) as session:
+                    if warmup:
+                        await phase.closed(session, range(warmup), True, math.inf)
+                    start = time.monotonic()
+                    prog.measuring(start)
+                    deadline = start + duration if duration else math.inf
+                    if offsets is None:
+                        await phase.closed(session, measured, False, deadline)
+                    else:
+                        await phase.open(session, measured, offsets, start, deadline)
+            except TimeoutError:
+                if not scope.expired():
+                    raise
+                timed_out = True
+            wall = time.monotonic() - start
     except asyncio.CancelledError:
         if sink.failure is not None:  # cancelled by the ticker: the store failed
             raise sink.failure from None
@@ -272,6 +315,8 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
         ticker.cancel()
         prog.stop()
         await asyncio.get_running_loop().run_in_executor(None, sink.close)
+    if send_lag is not None:
+        send_lag.extend(phase.send_lag)
     records = sorted(phase.records, key=lambda r: r.idx)
     summary = summarize(records, wall, slo=slo)
     per_instance = {endpoints[0].instance: summary} if len(endpoints) == 1 else {
@@ -280,12 +325,12 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
     }
     params = {"concurrency": concurrency, "api": api, "rate": rate, "arrival": arrival,
               "burstiness": burstiness, "seed": seed, "timeout": timeout, "warmup": warmup,
-              "duration": duration, "requests": len(specs),
+              "duration": duration, "requests": len(specs), "phase_timeout": phase_timeout,
               "endpoints": [{"url": e.url, "model": e.model, "instance": e.instance}
                             for e in endpoints]}
     return PhaseResult(records=records, wall_time=wall, started_at=started_at,
                        per_instance=per_instance, summary=summary,
-                       params=params, monotonic_start=phase.t0)
+                       params=params, monotonic_start=phase.t0, timed_out=timed_out)
 
 
 def run_phase(endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,

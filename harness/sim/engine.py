@@ -21,7 +21,7 @@ from harness.sim.iometer import IoMeter, IoSnapshot
 from harness.sim.prefix_cache import GpuPrefixCache, chunk_keys
 from harness.sim.profiles import GB, Profile
 from harness.sim.prompt import Prompt
-from harness.sim.scheduler import SharedStepClock
+from harness.sim.scheduler import ScheduleLag, SharedStepClock
 from harness.sim.stats import EngineStats
 from harness.sim.tier import TierIndex
 from harness.sim.tokenizer import output_ids
@@ -152,6 +152,11 @@ class Engine:
     @property
     def running(self) -> int:
         return self.clock.running
+
+    @property
+    def schedule_lag(self) -> ScheduleLag | None:
+        """How far the step clock fell behind its schedule (None before start)."""
+        return self._clock.lag if self._clock is not None else None
 
     def io_snapshot(self) -> IoSnapshot:
         return self.io.snapshot(self.clock.now_v(), asyncio.get_running_loop().time())

@@ -208,11 +208,34 @@ class SimCollector:
         info.add_metric(["on" if i.external_tier else "off", str(i.instance), i.model,
                          i.profile, str(i.tp)], 1.0)
         yield info
+        yield from self._schedule_lag()
         tier = self.engine.tier
         t = GaugeMetricFamily("gate_sim_tier_chunks", "Chunks in the external tier's index.",
                               labels=["model_name"])
         t.add_metric([i.model], float(tier.count()) if tier is not None else 0.0)
         yield t
+
+
+    def _schedule_lag(self) -> Iterator[Metric]:
+        """How late the step clock woke behind its modelled schedule (see ScheduleLag):
+        a load phase takes the before/after delta and says when the simulator lagged."""
+        model = self.ident.model
+        lag = self.engine.schedule_lag
+        wakes, total, worst = (lag.wakes, lag.total, lag.max) if lag else (0, 0.0, 0.0)
+        c = CounterMetricFamily("gate_sim_schedule_wakes", "Step-clock wakes.",
+                                labels=["model_name"])
+        c.add_metric([model], float(wakes), created=self.created)
+        yield c
+        c = CounterMetricFamily("gate_sim_schedule_lag_seconds",
+                                "Wall seconds the step clock woke behind its modelled "
+                                "schedule, summed over wakes.", labels=["model_name"])
+        c.add_metric([model], total, created=self.created)
+        yield c
+        g = GaugeMetricFamily("gate_sim_schedule_lag_max_seconds",
+                              "The latest wake behind the modelled schedule since start, s.",
+                              labels=["model_name"])
+        g.add_metric([model], worst)
+        yield g
 
 
 def cache_config_labels(rates: Rates, max_model_len: int) -> dict[str, str]:

@@ -18,6 +18,27 @@ import heapq
 from itertools import count
 
 
+class ScheduleLag:
+    """How far the wall clock ran behind the modelled schedule when a step was due.
+
+    Why: a simulator starved of CPU releases every waiter late, so its TTFTs and
+    throughput stop being the modelled ones and a comparison of arms measures the host,
+    not the model. The clock knows when each wake was due; a load phase reads these
+    counters before and after (harness/loadgen/simlag.py) and says so.
+    """
+
+    def __init__(self) -> None:
+        self.wakes = 0
+        self.total = 0.0  # sum of positive lags, s
+        self.max = 0.0  # the largest lag since the engine started, s
+
+    def wake(self, lag: float) -> None:
+        self.wakes += 1
+        if lag > 0:
+            self.total += lag
+            self.max = max(self.max, lag)
+
+
 class SharedStepClock:
     # Event loops wake timers late (epoll and libuv count milliseconds; a busy loop is
     # later still). The clock learns its loop's mean lateness and sets timers that much
@@ -40,6 +61,7 @@ class SharedStepClock:
         self._set_for = 0.0  # the loop time the current timer was asked for
         self._idle_since: float | None = None
         self._late = 0.0005  # running mean of how late timers fire
+        self.lag = ScheduleLag()
 
     @property
     def running(self) -> int:
@@ -117,9 +139,11 @@ class SharedStepClock:
         self._timer_at = float("inf")
 
     def _fire(self) -> None:
+        due = self._timer_at
         self._timer = None
         self._timer_at = float("inf")
         self._sync()
+        self.lag.wake(self._t - due)
         late = self._t - self._set_for
         if late >= 0:
             self._late = min(self.MAX_EARLY_S, 0.9 * self._late + 0.1 * late)

@@ -300,3 +300,37 @@ def test_runs_list_shows_imports_and_benches_as_recorded_never_pass(site_dir: Pa
     assert shown.stdout.startswith(f"run {old} bench : recorded - 12 requests completed")
     status = json.loads(gate(db, "status", "-c", str(site_dir / "gate.yaml"), "--json").stdout)
     assert [g["verdict"] for g in status["gates"]] == ["not run"] * 4
+
+
+def test_bench_against_the_simulator_stores_the_phase_health(tmp_path: Path) -> None:
+    from sim_support import engine
+
+    from harness.sim.spec import EngineSpec
+
+    model = "Qwen/Qwen2.5-32B-Instruct"
+    db = tmp_path / "g.db"
+    with engine(EngineSpec(port=0, speed=50.0), tmp_path / "state") as url:
+        out = gate(db, "bench", "--url", url, "--model", model, "--docs", "6",
+                   "--doc-tokens", "300", "--question-tokens", "10", "--concurrency", "3",
+                   "--max-tokens", "8", "--requests", "12", "--no-progress", "--json")
+        # the same phase again, judged by a site config's bound no loop can meet
+        (tmp_path / "gate.yaml").write_text(
+            "site: {name: s}\ncampaign: {name: c}\nmodel: {name: m}\n"
+            "load: {health: {max_loop_lag_p99_ms: 0.000001}}\n")
+        tight = gate(db, "bench", "--url", url, "--model", model, "--docs", "6",
+                     "--doc-tokens", "300", "--question-tokens", "10", "--concurrency", "3",
+                     "--max-tokens", "8", "--requests", "12", "--no-progress",
+                     "--config", str(tmp_path / "gate.yaml"))
+    assert out.returncode == 0, out.stderr
+    health = json.loads(out.stdout)["summary"]["health"]
+    assert health["loop_samples"] > 0 and health["loop_lag_p99_ms"] is not None
+    assert health["sends"] == 12 - 3  # each of the 3 slots' first send had nothing to wait for
+    assert health["sim_lag_mean_ms"] is not None  # the simulator's schedule was read
+    assert health["bounds"]["max_loop_lag_p99_ms"] == 100.0
+    store = Store(f"sqlite:///{db}")
+    first, second = [b for r in runs(store, kind="bench") for b in benchmarks(store, r.id)]
+    assert first.summary["health"] == health
+    assert tight.returncode == 0, tight.stderr  # a bench decides nothing: a warning only
+    assert "gate: warning: client saturated: event-loop lag p99 " in tight.stderr
+    assert second.summary["health"]["saturated"] is True
+    assert second.summary["health"]["reasons"][0].startswith("event-loop lag p99 ")
