@@ -5,20 +5,18 @@ cell cannot be decided, or ''."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
-from harness.config.models import Layout, SiteConfig
+from harness.config.models import Evidence, Layout, SiteConfig
 from harness.g3.plan import ARMS
+from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
+from harness.loadgen.records import RequestRecord
+from harness.probes.prometheus import MetricsSnapshot
 
-NOT_EXERCISED = "accelerator not exercised"
-CONTAMINATED = "baseline contaminated"
-TOKENS_DISAGREE = "token counts disagree"
-LENGTH_NOT_FIXED = "output length not fixed"
-CLIENT_SATURATED = "client saturated"
 # Every G3 request asks a fixed output length and tells the engine to ignore EOS (vLLM,
 # SGLang and the simulator honour `ignore_eos`); the run records it with the phase.
 FIXED_OUTPUT_BODY = {"ignore_eos": True}
@@ -39,9 +37,21 @@ class PhaseTokens:
         return self.fixed * self.at_length
 
 
-def phase_tokens(records: Iterable[Any], fixed: int) -> PhaseTokens:
-    """Count a phase's requests (RequestRecord-like: ok, warmup, finish_reason,
-    output_tokens, usage_reported); warm-up requests are not counted."""
+class MeasuredArm(Protocol):
+    """What the evidence rules read of one arm's measured phase (harness.g3.records.ArmRep)."""
+
+    @property
+    def ttft(self) -> np.ndarray: ...
+    @property
+    def lengths(self) -> PhaseTokens: ...
+    @property
+    def evidence(self) -> JSONDict: ...
+    @property
+    def saturation(self) -> str: ...
+
+
+def phase_tokens(records: Iterable[RequestRecord], fixed: int) -> PhaseTokens:
+    """Count a phase's requests; warm-up requests are not counted."""
     completed = at_length = disagree = 0
     for r in records:
         if r.warmup or not r.ok:
@@ -54,64 +64,87 @@ def phase_tokens(records: Iterable[Any], fixed: int) -> PhaseTokens:
     return PhaseTokens(fixed, completed, at_length, disagree)
 
 
-def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> str:
-    """'' when every completed response ran to the fixed length and the server's count
+def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> Problem | None:
+    """None when every completed response ran to the fixed length and the server's count
     agrees on all but `tolerance` of them; else why the cell cannot be decided."""
     if not t.completed:
-        return ""
+        return None
     early = t.completed - t.at_length
     if early > tolerance * t.completed:
-        return (f"{LENGTH_NOT_FIXED}: {arm} arm: {early} of {t.completed} responses did not "
-                f"end with finish_reason 'length' at {t.fixed} tokens (ignore_eos not "
-                "honoured?)")
+        kind = ProblemKind.LENGTH_NOT_FIXED
+        return Problem(kind, f"{kind}: {arm} arm: {early} of {t.completed} responses did not "
+                             f"end with finish_reason 'length' at {t.fixed} tokens (ignore_eos "
+                             "not honoured?)")
     if t.disagree > tolerance * t.completed:
-        return (f"{TOKENS_DISAGREE}: {arm} arm: the server's usage.completion_tokens is not "
-                f"{t.fixed} on {t.disagree} of {t.completed} responses (> {tolerance:.0%})")
-    return ""
+        kind = ProblemKind.TOKENS_DISAGREE
+        return Problem(kind, f"{kind}: {arm} arm: the server's usage.completion_tokens is not "
+                             f"{t.fixed} on {t.disagree} of {t.completed} responses "
+                             f"(> {tolerance:.0%})")
+    return None
 
 
-def check_evidence(pair: dict[str, Any], rules: Any) -> str:
-    """'' when the pair's evidence is sound, else why the cell cannot be decided."""
+def _number(ev: JSONDict, key: str) -> float:
+    value = ev.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _numbers(ev: JSONDict, key: str) -> dict[str, float]:
+    value = ev.get(key)
+    if not isinstance(value, dict):
+        return {}
+    return {k: float(v) for k, v in value.items() if isinstance(v, int | float)}
+
+
+def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem | None:
+    """None when the pair's evidence is sound, else why the cell cannot be decided."""
     acc, base = pair["accelerated"].evidence, pair["baseline"].evidence
     min_share = rules.min_external_hit_share
     for arm in ARMS:
         # A starved load generator compresses both arms toward its own limit: the ratio
         # would describe the client, not the tier.
-        saturation = getattr(pair[arm], "saturation", "")
-        if saturation:
-            return f"{CLIENT_SATURATED}: {saturation} ({arm} arm)"
+        if pair[arm].saturation:
+            kind = ProblemKind.CLIENT_SATURATED
+            return Problem(kind, f"{kind}: {pair[arm].saturation} ({arm} arm)")
     for arm in ARMS:
         t = pair[arm].ttft
         failed = int(np.sum(~np.isfinite(t)))
         if t.size and failed / t.size > rules.max_failed_share:
-            return (f"{arm} arm: {failed} of {t.size} requests failed (> "
-                    f"{rules.max_failed_share:.0%}): failures would bias the comparison")
+            return Problem(ProblemKind.REQUESTS_FAILED,
+                           f"{arm} arm: {failed} of {t.size} requests failed (> "
+                           f"{rules.max_failed_share:.0%}): failures would bias the comparison")
     for arm in ARMS:
         # Throughput counts output tokens: an arm that talks longer would look faster.
         problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)
-        if problem:
+        if problem is not None:
             return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
-        return "engine counters reset during a measured phase (did an engine restart?)"
+        return Problem(ProblemKind.COUNTERS_RESET, "engine counters reset during a measured "
+                                                   "phase (did an engine restart?)")
     for arm, ev in (("accelerated", acc), ("baseline", base)):
         if ev.get("cold_restart") is False:
-            return f"{arm} arm: the restart was not cold (counters did not restart)"
-        local = float((ev.get("by_source") or {}).get("local_cache_hit", 0.0))
-        prompt = float(ev.get("prompt_tokens") or 0.0)
+            return Problem(ProblemKind.NOT_COLD,
+                           f"{arm} arm: the restart was not cold (counters did not restart)")
+        local = _numbers(ev, "by_source").get("local_cache_hit", 0.0)
+        prompt = _number(ev, "prompt_tokens")
         if prompt > 0 and local / prompt > rules.max_local_hit_share:
-            return (f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
-                    "tokens after the restart: the restart was not cold")
+            return Problem(ProblemKind.NOT_COLD,
+                           f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
+                           "tokens after the restart: the restart was not cold")
+    kind = ProblemKind.NOT_EXERCISED
     if not acc.get("exposes_external"):
-        return f"{NOT_EXERCISED}: no external-cache counters on the accelerated arm"
-    if acc["external_hit_share"] < min_share:
-        return (f"{NOT_EXERCISED}: external hits {acc['external_hit_share']:.0%} of prompt "
-                f"tokens < {min_share:.0%}")
-    if base.get("external_hit_tokens", 0) > 0:
-        return f"{CONTAMINATED}: {base['external_hit_tokens']:.0f} external hit tokens"
-    return ""
+        return Problem(kind, f"{kind}: no external-cache counters on the accelerated arm")
+    share = _number(acc, "external_hit_share")
+    if share < min_share:
+        return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
+                             f"{min_share:.0%}")
+    contamination = _number(base, "external_hit_tokens")
+    if contamination > 0:
+        kind = ProblemKind.CONTAMINATED
+        return Problem(kind, f"{kind}: {contamination:.0f} external hit tokens")
+    return None
 
 
-def restarted(warmed: Any, fresh: Any) -> bool | None:
+def restarted(warmed: MetricsSnapshot, fresh: MetricsSnapshot) -> bool | None:
     """Did the engine really restart? Its process start time moved, or its prompt-token
     counter went back (a new process counts from zero). None: it exposes neither."""
     a, b = warmed.value("process_start_time_seconds"), fresh.value("process_start_time_seconds")
@@ -123,36 +156,46 @@ def restarted(warmed: Any, fresh: Any) -> bool | None:
     return bool(pb < pa)
 
 
-def all_restarted(warmed: list[Any], fresh: list[Any]) -> bool | None:
+def all_restarted(warmed: list[MetricsSnapshot], fresh: list[MetricsSnapshot]) -> bool | None:
     seen = [restarted(w, f) for w, f in zip(warmed, fresh, strict=True)]
     if any(s is False for s in seen):
         return False
     return True if seen and all(seen) else None
 
 
+# What the servers report they serve (harness.g3.session.card): served models, model,
+# max_model_len, version, tp, simulated.
+Card = dict[str, JSON]
+
+
 def compare_cards(config: SiteConfig, layout: Layout,
-                  cards: dict[str, list[dict[str, Any]]]) -> tuple[list[str], list[str]]:
-    """What the servers say they serve must be equal: (model problems: served model,
-    max_model_len, engine version; layout problems: TP, instance count), each named."""
-    problems: list[str] = []
-    shape: list[str] = []
+                  cards: dict[str, list[Card]]) -> list[Problem]:
+    """What the servers say they serve must be equal: MODEL problems (served model,
+    max_model_len, engine version) and LAYOUT problems (TP, instance count), each named."""
+    problems: list[Problem] = []
     base, acc = cards.get("baseline", []), cards.get("accelerated", [])
     for key, label in (("model", "served model"), ("max_model_len", "max_model_len"),
                        ("version", "engine version")):
         b = sorted({str(c[key]) for c in base if c[key] is not None})
         a = sorted({str(c[key]) for c in acc if c[key] is not None})
         if b and a and b != a:
-            problems.append(f"{label} differs: baseline {', '.join(b)} vs accelerated "
-                            f"{', '.join(a)}")
+            problems.append(Problem(ProblemKind.MODEL,
+                                    f"{label} differs: baseline {', '.join(b)} vs "
+                                    f"accelerated {', '.join(a)}"))
     for arm, arm_cards in cards.items():
         for i, c in enumerate(arm_cards):
-            if config.model.name not in c["models"]:
-                problems.append(f"{arm} instance {i} does not serve {config.model.name} "
-                                f"(serves {', '.join(c['models']) or 'nothing'})")
+            served = [str(m) for m in c["models"]] if isinstance(c["models"], list) else []
+            if config.model.name not in served:
+                problems.append(Problem(ProblemKind.MODEL,
+                                        f"{arm} instance {i} does not serve "
+                                        f"{config.model.name} (serves "
+                                        f"{', '.join(served) or 'nothing'})"))
             if c["tp"] is not None and c["tp"] != layout.tp:
-                shape.append(f"{arm} instance {i} runs tp={c['tp']}, layout "
-                             f"{layout.name} declares tp={layout.tp}")
+                problems.append(Problem(ProblemKind.LAYOUT,
+                                        f"{arm} instance {i} runs tp={c['tp']}, layout "
+                                        f"{layout.name} declares tp={layout.tp}"))
         if len(arm_cards) != len(layout.instances):
-            shape.append(f"{arm}: {len(arm_cards)} instances answered, layout declares "
-                         f"{len(layout.instances)}")
-    return problems, shape
+            problems.append(Problem(ProblemKind.LAYOUT,
+                                    f"{arm}: {len(arm_cards)} instances answered, layout "
+                                    f"declares {len(layout.instances)}"))
+    return problems

@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from harness.config.decision import criteria_for
+from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, MeasurementError
-from harness.g3.arms import ArmControl, endpoints, wait_healthy
+from harness.g3.arms import ArmControl, Endpoint, endpoints, wait_healthy
 from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
 from harness.g3.identity import ArmComparison, compare_arms
@@ -33,7 +35,9 @@ from harness.g3.records import (
     store_cell,
     ttfts,
 )
+from harness.g3.problems import JSONDict, Problem, ProblemKind
 from harness.g3.rules import (
+    Card,
     all_restarted,
     check_evidence,
     compare_cards,
@@ -41,8 +45,30 @@ from harness.g3.rules import (
 )
 from harness.loadgen import storage
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.probe import ServerInfo
+from harness.loadgen.records import Endpoint as LoadEndpoint
+from harness.loadgen.records import RequestRecord, RequestSpec
 from harness.loadgen.storage import PhaseKey, PhaseWriter
+from harness.loadgen.workloads import Workload
+from harness.probes.prometheus import MetricsSnapshot
+from harness.stats.model import CellDecision
+from harness.store import Store
 from harness.store import runs as store_runs
+from harness.transport import Transport
+
+
+class GateRun(Protocol):
+    """What a G3 session uses of the running gate (harness.pytest_plugin.GateContext)."""
+
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def loaded(self) -> LoadedConfig: ...
+    @property
+    def inventory(self) -> Inventory: ...
+    def mark_simulated(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -50,37 +76,40 @@ class Preflight:
     """What one layout's arms serve and run, read before anything is measured."""
 
     layout: str
-    cards: dict[str, list[dict[str, Any]]]  # arm -> model card per instance
-    model_problems: list[str]  # served model, max_model_len, engine version
-    layout_problems: list[str]  # tp, instance count
+    cards: dict[str, list[Card]]  # arm -> model card per instance
+    card_problems: list[Problem]  # MODEL (served model, max_model_len, version), LAYOUT
     identity: ArmComparison  # the engines' argv / environment / server config
     unreadable: list[str]  # engines whose process could not be read
     accelerated_exposes_external: bool
 
+    def of(self, kind: ProblemKind) -> list[Problem]:
+        return [p for p in self.problems if p.kind is kind]
+
     @property
-    def problems(self) -> list[str]:
+    def problems(self) -> list[Problem]:
         """Everything that keeps the layout's arms from being compared."""
-        differ = [self.identity.summary()] if not self.identity.equal else []
-        return [*self.model_problems, *self.layout_problems, *differ, *self.unreadable]
+        differ = [Problem(ProblemKind.ENGINES_DIFFER, self.identity.summary())] \
+            if not self.identity.equal else []
+        unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u) for u in self.unreadable]
+        return [*self.card_problems, *differ, *unverified]
 
 
 @dataclass
 class G3Session:
-    gate: Any  # harness.pytest_plugin.GateContext
+    gate: GateRun
     control: ArmControl
     watch: EngineWatch
     drop_caches: Callable[[list[str]], None]
-    storage_hosts: list[tuple[str, Any]]
+    storage_hosts: list[tuple[str, Transport]]
     preflights: dict[str, Preflight] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
-    workloads: dict[int, Any] = field(default_factory=dict)  # repetition -> document set
+    workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
     # Where load phases run (a later issue adds an agent on the client host).
     executor: Executor = field(default_factory=InProcessExecutor)
 
     @property
     def config(self) -> SiteConfig:
-        config: SiteConfig = self.gate.loaded.config
-        return config
+        return self.gate.loaded.config
 
     def start(self, arm: str, layout: Layout, *, preflight: bool = False) -> Observation:
         self.control.start(arm, layout)
@@ -103,7 +132,7 @@ class G3Session:
         from harness.loadgen import probe
         from harness.probes.prometheus import scrape
 
-        cards: dict[str, list[dict[str, Any]]] = {}
+        cards: dict[str, list[Card]] = {}
         seen: dict[str, Observation] = {}
         exposes = False
         for arm in ARMS:
@@ -111,13 +140,13 @@ class G3Session:
             try:
                 eps = endpoints(self.config, self.gate.inventory, arm, layout)
                 infos = [asyncio.run(probe(ep.url)) for ep in eps]
-                cards[arm] = [_card(info) for info in infos]
+                cards[arm] = [card(info) for info in infos]
                 for ep, info, card in zip(eps, infos, cards[arm], strict=True):
                     store_runs.add_host_fact(
                         self.gate.store, self.gate.run_id, host=ep.host,
                         key=f"engine {arm} {layout.name}#{ep.instance}",
                         value={**card, "url": ep.url, "card": jsonable(info.raw or {})},
-                        simulated=card["simulated"])
+                        simulated=bool(card["simulated"]))
                 if any(c["simulated"] for c in cards[arm]):
                     self.gate.mark_simulated()
                 if arm == "accelerated":
@@ -125,15 +154,14 @@ class G3Session:
                     exposes = all(_exposes_external(s) for s in snaps)
             finally:
                 self.stop(arm, layout)
-        model, shape = compare_cards(self.config, layout, cards)
-        result = Preflight(layout.name, cards, model, shape,
+        result = Preflight(layout.name, cards, compare_cards(self.config, layout, cards),
                            self.watch.compare(seen["baseline"], seen["accelerated"]),
                            seen["baseline"].problems + seen["accelerated"].problems, exposes)
         self.preflights[layout.name] = result
         return result
 
     # -- one arm, one repetition ---------------------------------------------------------
-    def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Any:
+    def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Workload:
         """The pair's documents, calibrated to exact token counts with the engine's own
         tokenizer (it is running when this is called); both arms get the same ones.
         One set per repetition, sized for the largest tier, sliced per cell."""
@@ -151,7 +179,8 @@ class G3Session:
         n = docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
         return replace(full, specs=full.specs[:n])
 
-    def run_arm(self, cell: Cell, rep: int, arm: str, workload: Any) -> tuple[ArmRep, Any]:
+    def run_arm(self, cell: Cell, rep: int, arm: str,
+                workload: Workload | None) -> tuple[ArmRep, Workload]:
         from harness.loadgen import cache_evidence
         from harness.loadgen.sampler import MetricsSampler
         from harness.probes.prometheus import scrape
@@ -160,7 +189,7 @@ class G3Session:
         eps = endpoints(cfg, self.gate.inventory, arm, layout)
         urls = [ep.url for ep in eps]
 
-        def begin(phase: str, specs: list[Any]) -> PhaseWriter:
+        def begin(phase: str, specs: list[RequestSpec]) -> PhaseWriter:
             return storage.begin(store, run_id, PhaseKey(arm, layout.name, cell.tier, rep, phase),
                                  params=phase_params(specs, urls, cfg, workload))
 
@@ -214,21 +243,22 @@ class G3Session:
             self.stop(arm, layout)
 
     # -- a cell ------------------------------------------------------------------------
-    def _pair_identity(self, pair: dict[str, ArmRep]) -> str:
-        """'' when the pair's engines, read after their cold restarts, differ only as
+    def _pair_identity(self, pair: dict[str, ArmRep]) -> Problem | None:
+        """None when the pair's engines, read after their cold restarts, differ only as
         allowed; else why the arms cannot be compared."""
         problems = pair["baseline"].fact_problems + pair["accelerated"].fact_problems
         if problems:
-            return f"engines not verified: {'; '.join(problems)}"
+            return Problem(ProblemKind.ENGINES_UNVERIFIED,
+                           f"engines not verified: {'; '.join(problems)}")
         assert self.config.arms is not None
         diff = compare_arms(pair["baseline"].facts, pair["accelerated"].facts,
                             self.config.arms.accelerated.differs_by)
-        return "" if diff.equal else diff.summary()
+        return None if diff.equal else Problem(ProblemKind.ENGINES_DIFFER, diff.summary())
 
-    def run_cell(self, cell: Cell) -> Any:
+    def run_cell(self, cell: Cell) -> tuple[CellDecision | None, Problem | None]:
         """(decision, problem): the decision at the last look reached (None before the
-        first), and why the cell cannot be decided (INCONCLUSIVE) or ''. Arms that differ
-        in more than the accelerator raise: the cell is ERROR."""
+        first), and why the cell cannot be decided (INCONCLUSIVE) or None. Arms that
+        differ in more than the accelerator raise: the cell is ERROR."""
         from harness.stats import Criteria, RepSample, decide_cell, look_plan, planned_looks
 
         g3 = self.config.gates.g3
@@ -243,22 +273,23 @@ class G3Session:
                         throughput_gain=g3.thresholds.throughput_gain,
                         band_top=g3.thresholds.band_top,
                         max_failed_share=g3.evidence.max_failed_share, applied=applied)
-        decision: Any = None
-        problem = ""
+        decision: CellDecision | None = None
+        problem: Problem | None = None
         for rep in range(g3.repetitions.max):
             if rep not in done:
-                workload, pair = None, {}
+                workload: Workload | None = None
+                pair: dict[str, ArmRep] = {}
                 for arm in pair_order(g3.seed, cell.key, rep):
                     pair[arm], workload = self.run_arm(cell, rep, arm, workload)
                 done[rep] = pair
             differ = self._pair_identity(done[rep])
-            if differ:
+            if differ is not None:
                 if decision is not None:
                     store_cell(self.gate.store, self.gate.run_id, self.config, cell,
-                               decision, [], override=differ, override_verdict="ERROR")
+                               decision, [], override=differ.text, override_verdict="ERROR")
                 raise MeasurementError(f"repetition {rep + 1}: {differ}", stage="identity")
-            problem = problem or check_evidence(done[rep], g3.evidence)
-            if problem:
+            problem = check_evidence(done[rep], g3.evidence)
+            if problem is not None:
                 break
             if rep + 1 in looks:
                 reps = [done[r] for r in range(rep + 1)]  # the pairs of this look, no more
@@ -275,35 +306,37 @@ class G3Session:
                         or decision.needs_signoff:
                     break
                 if time.monotonic() - self.started > g3.gate_budget:
-                    problem = "time budget exhausted"
+                    problem = Problem(ProblemKind.BUDGET, str(ProblemKind.BUDGET))
                     break
         return decision, problem
 
-    def store_cell(self, cell: Cell, d: Any, reps: list[dict[str, ArmRep]],
+    def store_cell(self, cell: Cell, d: CellDecision, reps: list[dict[str, ArmRep]],
                    override: str = "") -> None:
         store_cell(self.gate.store, self.gate.run_id, self.config, cell, d, reps, override)
 
 
-def _card(info: Any) -> dict[str, Any]:
-    raw = info.raw or {}
-    sim = raw.get("gate_sim") or {}
-    parallel = raw.get("parallel_config") or {}
-    tp = sim.get("tp", parallel.get("tensor_parallel_size"))
+def _mapping(value: object) -> dict[str, object]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def card(info: ServerInfo) -> Card:
+    """What an engine says it serves, as preflight compares it."""
+    raw = _mapping(info.raw)
+    sim = _mapping(raw.get("gate_sim"))
+    tp = sim.get("tp", _mapping(raw.get("parallel_config")).get("tensor_parallel_size"))
     return {"models": list(info.models), "model": info.models[0] if info.models else None,
             "max_model_len": info.max_model_len, "version": info.version,
-            "tp": int(tp) if tp is not None else None, "simulated": bool(sim.get("simulated"))}
+            "tp": int(tp) if isinstance(tp, int | float | str) else None,
+            "simulated": bool(sim.get("simulated"))}
 
 
-def _exposes_external(snapshot: Any) -> bool:
-    names = getattr(snapshot, "names", None)
-    fams = names() if callable(names) else []
-    return any(n.startswith(("vllm:external_prefix_cache", "lmcache:")) for n in fams)
+def _exposes_external(snapshot: MetricsSnapshot) -> bool:
+    return any(n.startswith(("vllm:external_prefix_cache", "lmcache:"))
+               for n in snapshot.names())
 
 
-def _load_endpoints(eps: list[Any], model: str) -> list[Any]:
-    from harness.loadgen import Endpoint
-
-    return [Endpoint(url=ep.url, model=model, instance=ep.instance) for ep in eps]
+def _load_endpoints(eps: Sequence[Endpoint], model: str) -> list[LoadEndpoint]:
+    return [LoadEndpoint(url=ep.url, model=model, instance=ep.instance) for ep in eps]
 
 
 def _ended_in_time(outcome: PhaseOutcome, phase: str, arm: str) -> None:
@@ -315,7 +348,7 @@ def _ended_in_time(outcome: PhaseOutcome, phase: str, arm: str) -> None:
                                "stopped; its finished requests are stored", stage=phase)
 
 
-def _still_healthy(eps: list[Any], bench: PhaseWriter, outcome: PhaseOutcome) -> None:
+def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOutcome) -> None:
     """An engine that died during the phase is an infrastructure failure, not a slow arm."""
     for ep in eps:
         try:
@@ -327,7 +360,7 @@ def _still_healthy(eps: list[Any], bench: PhaseWriter, outcome: PhaseOutcome) ->
                                       host=ep.url, stage="measured") from None
 
 
-def _some_succeeded(records: list[Any], phase: str, arm: str) -> None:
+def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str) -> None:
     """A phase where every request failed measured nothing: that is an ERROR to fix
     (wrong model, context too long, engine broken), not an infinitely slow arm."""
     if records and not any(r.ok for r in records):
