@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option, stdout_console
-from harness.cli.context import campaign_name, open_store
+from harness.cli.context import campaign_name, gone_hint, open_store
 
 COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta",
            "RUNNING": "cyan", "RECORDED": "blue"}
@@ -95,7 +95,7 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
             else None
         if running is not None and store_runs.liveness(running) == "gone":
             notes.append(f"{st.gate} run {running.id} is RUNNING but its process "
-                         f"(pid {running.pid}) is gone: {store_runs.gone_hint(running.id)}")
+                         f"(pid {running.pid}) is gone: {gone_hint(running.id)}")
         rows.append({"gate": st.gate, "name": GATE_NAMES[st.gate], "verdict": st.verdict,
                      "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
                      "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
@@ -210,7 +210,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
         console.print(f"  decision setting {x.line()}: {x.why}", highlight=False,
                       markup=False)
     if d["process"] == "gone":
-        console.print(f"  its process is gone: {store_runs.gone_hint(run_id)}",
+        console.print(f"  its process is gone: {gone_hint(run_id)}",
                       highlight=False, markup=False)
     table = Table()
     for col in ("check", "host", "outcome", "expected", "measured", "message"):
