@@ -185,6 +185,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
 
     store = open_store(db_url)
     d = _run_dict(store, store_runs.get_run(store, run_id))
+    d["uid"] = store_runs.get_run(store, run_id).uid  # unique across stores and sites
     d["checks"] = [
         {"nodeid": c.nodeid, "name": c.name, "host": c.host, "outcome": c.outcome,
          "message": c.message, "expected": c.expected, "measured": c.measured,
@@ -206,6 +207,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
                   f"{_shown(d['effective_verdict'])}"
                   + (f" ({marks})" if marks else "") + (f" - {d['reason']}" if d["reason"] else ""),
                   highlight=False, markup=False)
+    console.print(f"  uid {d['uid']}", highlight=False, markup=False)
     for x in deviations(row.config_json or {}) if row.gate == "G3" else []:
         console.print(f"  decision setting {x.line()}: {x.why}", highlight=False,
                       markup=False)

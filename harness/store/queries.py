@@ -12,7 +12,7 @@ rows (a run, a campaign, a gate's attempts) come back as frozen dataclasses.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, and_, case, false, or_, select
 
@@ -109,7 +109,7 @@ class AttemptInfo:
     finished_at: float | None
 
 
-def _read(store: Store, query: Select[Unpack[tuple[Any, ...]]]) -> pd.DataFrame:
+def _read(store: Store, query: Select[*tuple[Any, ...]]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.read_sql(query, store.engine)

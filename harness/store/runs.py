@@ -29,6 +29,7 @@ from harness.store.schema import (
     RunRow,
     SignoffRow,
     SiteRow,
+    new_uid,
 )
 from harness.verdict import effective
 
@@ -55,6 +56,7 @@ class NewRun:
     artifact_dir: str = ""
     suite: str = ""  # a custom suite's path and digest (tests); never a gate's verdict
     plan: tuple[str, ...] | None = None  # the check ids the suite declared
+    overrides: tuple[str, ...] = ()  # "dotted.key=value" config values set on the command line
 
 
 def _now() -> float:
@@ -102,6 +104,7 @@ def _run_row(cid: int, new: NewRun, now: float) -> RunRow:
         artifact_dir=new.artifact_dir, started_at=now, heartbeat_at=now,
         harness_version=_version(), suite=new.suite,
         plan=list(new.plan) if new.plan is not None else None,
+        uid=new_uid(), overrides=list(new.overrides),
     )
 
 
