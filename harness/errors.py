@@ -138,8 +138,9 @@ class LockError(UsageError):
     process is known to be gone (it ran on this host)."""
 
     def __init__(self, message: str, *, run_id: int | None = None, gone: bool = False,
+                 file: str | None = None, key: str | None = None,
                  hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
+        super().__init__(message, file=file, key=key, hint=hint)
         self.run_id = run_id
         self.gone = gone
 
