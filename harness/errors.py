@@ -8,9 +8,16 @@ one line and pick the exit code; nothing else in the harness invents its own roo
     │   ├── ConfigError            file + key path + expected / found (YAML line:col)
     │   ├── InventoryError         inventory file / group / host
     │   ├── PrerequisiteError      gate order not met (names the gate, how to override)
-    │   └── LockError              another run holds the campaign (names it)
-    ├── StoreError                 exit 4 when the schema is newer / URL is bad; else 3
-    │   └── SchemaTooNewError
+    │   ├── LockError              another run holds the campaign (names it)
+    │   ├── NotFoundError          no such run / campaign in the store
+    │   ├── RunStateError          a run is not in the state the operation needs
+    │   └── StoreUrlError          the store's URL / directory / driver is unusable
+    ├── StoreError                 exit 4 when the schema is newer; else 3
+    │   ├── SchemaTooNewError
+    │   ├── StoreDamagedError      not a SQLite database, or damaged
+    │   ├── StoreReadOnlyError     cannot write: read-only / frozen file, dir or filesystem
+    │   │   └── StoreFrozenError   ... made so while this process had the store open
+    │   └── StoreBusyError         locked by another process past the busy timeout
     └── InfrastructureError        exit 3: the harness or the site failed, never a check failure
         ├── TransportError         host + command
         │   ├── UnreachableError
@@ -23,6 +30,10 @@ one line and pick the exit code; nothing else in the harness invents its own roo
         ├── EndpointError          an HTTP endpoint is down / not OpenAI-compatible / wrong model
         └── MeasurementError       a measurement could not be taken or parsed (stage)
             └── ParseError         a tool's output in a shape we do not know
+
+The store raises the typed errors above worded for any caller (what happened, and what
+fixes it without naming a command); the command line adds its own commands and flags
+(harness.cli.context.worded), so the store never speaks CLI.
 
 An infrastructure error is never turned into a STOP-LOSS and never into a PASS: the gate
 runner maps it to ERROR.
@@ -121,7 +132,43 @@ class PrerequisiteError(UsageError):
 
 
 class LockError(UsageError):
-    """Another gate run holds this campaign."""
+    """Another gate run holds this campaign.
+
+    `run_id` is the run holding it (None when it could not be read); `gone` says its
+    process is known to be gone (it ran on this host)."""
+
+    def __init__(self, message: str, *, run_id: int | None = None, gone: bool = False,
+                 file: str | None = None, key: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, file=file, key=key, hint=hint)
+        self.run_id = run_id
+        self.gone = gone
+
+
+class NotFoundError(UsageError):
+    """A run or campaign asked for is not in the store (`what` is "run" or "campaign")."""
+
+    def __init__(self, message: str, *, what: str, name: str, file: str | None = None) -> None:
+        super().__init__(message, file=file)
+        self.what = what
+        self.name = name
+
+
+class RunStateError(UsageError):
+    """A run is not in the state an operation needs (aborting a live run, ...).
+
+    `overridable`: the operator may insist (the run is elsewhere and only its heartbeat
+    says it is alive)."""
+
+    def __init__(self, message: str, *, run_id: int, overridable: bool = False,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.overridable = overridable
+
+
+class StoreUrlError(UsageError):
+    """The store cannot be opened as named: not a URL, no such directory, no driver."""
 
 
 class StoreError(GateError):
@@ -134,6 +181,22 @@ class SchemaTooNewError(StoreError):
     """The store was written by a newer harness; refuse rather than corrupt it."""
 
     exit_code = EXIT_USAGE
+
+
+class StoreDamagedError(StoreError):
+    """The store's file is not a SQLite database, or is damaged."""
+
+
+class StoreReadOnlyError(StoreError):
+    """The store cannot be written: a read-only or frozen file, directory or filesystem."""
+
+
+class StoreFrozenError(StoreReadOnlyError):
+    """The store's files became immutable / read-only while this process had it open."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the store's write lock for longer than the busy timeout."""
 
 
 class InfrastructureError(GateError):

@@ -27,6 +27,7 @@ from harness.config.loader import LoadedConfig
 from harness.errors import GateError, Inconclusive, NeedsSignoff
 from harness.store import Store
 from harness.store import runs as store_runs
+from harness.store.recorder import RunRecorder
 from harness.verdict import SKIPPED, Verdict
 
 PLUGIN_NAME = "gate-harness"
@@ -66,6 +67,12 @@ class GateContext:
     # never in the config, never stored, never inherited by a child process.
     sudo_password: str | None = field(default=None, repr=False)
     pool: Any = None  # harness.transport.TransportPool, created lazily
+
+    @property
+    def recorder(self) -> RunRecorder:
+        """How the suite records events, host facts and resume bookkeeping for this run
+        (a suite imports no harness.store)."""
+        return RunRecorder(self.store, self.run_id)
 
     def transport_pool(self) -> Any:
         if self.pool is None:

@@ -196,7 +196,7 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
         config_json=req.loaded.config.model_dump(mode="json"),
         operator=req.operator or cfg.campaign.operator or getpass.getuser(),
         hosts=tuple(inventory.hosts), args=tuple(req.pytest_args), suite=custom,
-        plan=plan.checks,
+        plan=plan.checks, overrides=req.loaded.overrides,
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)

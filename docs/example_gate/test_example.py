@@ -23,7 +23,7 @@ def test_gpu_driver_is_on_record(gate: GateContext, host: Transport,
     check.expect("a driver version")
     check.measure(found.group(1) if found else "none")
     assert found, "nvidia-smi reports no driver version"
-    gate.record.host_fact(host=host.host, key="gpu driver", value=found.group(1))
+    gate.recorder.host_fact(host=host.host, key="gpu driver", value=found.group(1))
 
 
 @pytest.mark.hosts("gpu")
@@ -51,7 +51,7 @@ def test_volume_throughput_is_measurable(gate: GateContext, check: CheckRecorder
     spread = (max(samples) - min(samples)) / min(samples)
     report = gate.artifact_dir / "volume-throughput.txt"
     report.write_text("\n".join(f"{s:.0f} MB/s" for s in samples) + "\n", encoding="utf-8")
-    gate.record.artifact(report, kind="fio")
+    gate.recorder.artifact(report, kind="fio")
     check.measure(f"spread {spread:.0%}")
     if spread > 0.25:
         raise Inconclusive(f"throughput spread {spread:.0%} > 25 %: repeat on a quiet volume")

@@ -4,7 +4,6 @@ the site config at collection time (the same functions declare the suite's plan)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -14,8 +13,6 @@ from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import cells, layouts
 from harness.g3.session import G3Session
 from harness.pytest_plugin import GATE_KEY, GateContext
-from harness.store import runs as store_runs
-from harness.store import writer
 
 DROP_CACHES = "sync && echo 3 > /proc/sys/vm/drop_caches"
 
@@ -36,8 +33,8 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
     cfg = gate.loaded.config
     pool = gate.transport_pool()
 
-    def event(**fields: Any) -> None:
-        store_runs.add_event(gate.store, gate.run_id, **fields)
+    recorder = gate.recorder
+    event = recorder.event
 
     runner = transport_action_runner(pool, gate.inventory, gate.loaded.known_hosts_path,
                                      gate.artifact_dir, event,
@@ -61,10 +58,9 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
     watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id, event)
     if gate.resume_from is not None:
         # The unfinished pair is measured again from its start; its phases stay on record.
-        writer.supersede_unpaired(gate.store, gate.run_id)
+        recorder.supersede_unpaired()
     # Nothing left over from a killed run may serve, hold a port, or answer for an arm.
-    clean_slate(watch, control, layouts(cfg),
-                store_runs.get_run(gate.store, gate.run_id).campaign_id)
+    clean_slate(watch, control, layouts(cfg), recorder.campaign_id)
     try:
         yield G3Session(gate=gate, control=control, watch=watch, drop_caches=drop_caches,
                         storage_hosts=storage)

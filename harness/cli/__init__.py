@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> Any:
         return cli.main(args=args, prog_name="gate", standalone_mode=False)
     except GateError as exc:
         _traceback(debug)
-        click.echo(f"gate: error: {exc.one_line()}", err=True)
+        from harness.cli.context import worded
+
+        click.echo(f"gate: error: {worded(exc).one_line()}", err=True)
         sys.exit(exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("gate: aborted", err=True)

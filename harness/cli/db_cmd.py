@@ -16,9 +16,9 @@ def db() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Apply pending migrations; refuse a store written by a newer harness."""
-    from harness.store import Store
-    from harness.store.db import current_revision, known_revisions
+    from harness.cli.context import open_store
+    from harness.store.db import known_revisions
 
-    store = Store(db_url)
+    store = open_store(db_url)
     _, head = known_revisions()
-    click.echo(f"{store.url}: schema {current_revision(store.engine)} (head {head})")
+    click.echo(f"{store.url}: schema {store.revision()} (head {head})")

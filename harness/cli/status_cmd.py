@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option, stdout_console
-from harness.cli.context import campaign_name, open_config, open_store
+from harness.cli.context import campaign_name, gone_hint, open_config, open_store
 from harness.registry import GATE_IDS
 
 COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta",
@@ -96,7 +96,7 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
             else None
         if running is not None and store_runs.liveness(running) == "gone":
             notes.append(f"{st.gate} run {running.id} is RUNNING but its process "
-                         f"(pid {running.pid}) is gone: {store_runs.gone_hint(running.id)}")
+                         f"(pid {running.pid}) is gone: {gone_hint(running.id)}")
         rows.append({"gate": st.gate, "name": gate_spec(st.gate).title, "verdict": st.verdict,
                      "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
                      "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
@@ -186,6 +186,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
 
     store = open_store(db_url)
     d = _run_dict(store, store_runs.get_run(store, run_id))
+    d["uid"] = store_runs.get_run(store, run_id).uid  # unique across stores and sites
     d["checks"] = [
         {"nodeid": c.nodeid, "name": c.name, "host": c.host, "outcome": c.outcome,
          "message": c.message, "expected": c.expected, "measured": c.measured,
@@ -207,11 +208,12 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
                   f"{_shown(d['effective_verdict'])}"
                   + (f" ({marks})" if marks else "") + (f" - {d['reason']}" if d["reason"] else ""),
                   highlight=False, markup=False)
+    console.print(f"  uid {d['uid']}", highlight=False, markup=False)
     for x in deviations(row.config_json or {}) if row.gate == "G3" else []:
         console.print(f"  decision setting {x.line()}: {x.why}", highlight=False,
                       markup=False)
     if d["process"] == "gone":
-        console.print(f"  its process is gone: {store_runs.gone_hint(run_id)}",
+        console.print(f"  its process is gone: {gone_hint(run_id)}",
                       highlight=False, markup=False)
     table = Table()
     for col in ("check", "host", "outcome", "expected", "measured", "message"):

@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from sqlalchemy.engine import make_url
-
 from harness.errors import UsageError
 from harness.report.build import build_campaign_report, build_run_report
 from harness.report.fonts import choose_fonts
@@ -81,10 +79,8 @@ def _safe(name: str) -> str:
 
 def store_dir(store: Store) -> Path:
     """Where reports go by default: next to a SQLite store, else the current directory."""
-    url = make_url(store.url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        return Path(url.database).expanduser().resolve().parent
-    return Path.cwd()
+    path = store.file()
+    return path.parent if path is not None else Path.cwd()
 
 
 def default_name(*, campaign: str, gate: str | None = None, run_id: int | None = None,

@@ -24,12 +24,12 @@ from typing import Any
 from harness import __version__
 from harness.errors import GateError, UsageError
 from harness.report.build import build_campaign_report, build_run_report
-from harness.report.copy_rows import close_for_copy, copy_runs
 from harness.report.fonts import choose_fonts
 from harness.report.frames import campaign_run_ids, load_run
 from harness.report.i18n import translator
 from harness.report.model import Report
 from harness.report.redact import redact_text
+from harness.store.copy import close_for_copy, copy_runs
 from harness.store.db import Store
 
 PACK_FORMAT = "gate-evidence-pack"

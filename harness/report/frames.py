@@ -1,75 +1,38 @@
-"""Read a run's rows from the store into pandas frames: the only report module that queries.
+"""One run's rows as the report's frames: read through the store's query functions
+(harness.store.queries), shaped here.
 
-Everything is selected with SQLAlchemy Core and read with pandas.read_sql, so a G4 run's
-million request rows arrive as a few numpy columns, never as ORM objects. Series are read
-only for the metrics the report draws (see the names below), not for every /metrics scrape.
+The report never queries the database itself: the store is the only door to it. What is
+left here is the report's own business: which series metrics it draws (names below,
+agreed with the writers), and the dtypes its sections expect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
-from sqlalchemy import and_, case, false, or_, select
 
-from harness.errors import UsageError
-from harness.store import runs as store_runs
+from harness.store import queries
 from harness.store.db import Store
-from harness.store.schema import (
-    ArtifactRow,
-    BenchmarkRow,
-    CampaignRow,
-    CellRow,
-    CheckRow,
-    EventRow,
-    HostFactRow,
-    RequestRow,
-    RunRow,
-    SeriesRow,
-    SignoffRow,
-    SiteRow,
+from harness.store.queries import (
+    AttemptInfo,
+    CampaignInfo,
+    RunInfo,
+    campaign_info,
+    campaign_run_ids,
+    gate_attempts,
+    gate_runs,
+    run_info,
 )
+
+__all__ = ["EVIDENCE_PREFIX", "STORAGE_READ_BYTES", "WINDOW_PREFIX", "AttemptInfo",
+           "CampaignInfo", "RunFrames", "RunInfo", "campaign_info", "campaign_run_ids",
+           "gate_attempts", "gate_runs", "load_run", "run_info"]
 
 # Series metric names the report reads (agreed with the G3 / G4 writers; docs/report.md).
 STORAGE_READ_BYTES = "storage_read_bytes"  # cumulative bytes read, one source per host
 EVIDENCE_PREFIX = "evidence:"  # evidence:<field>, one value per measured benchmark
 WINDOW_PREFIX = "window:"  # window:<metric>, one sample per G4 window (no window table yet)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One run row plus its campaign and site, and what the run counts as."""
-
-    id: int
-    gate: str | None
-    kind: str
-    status: str
-    verdict: str | None
-    effective: str
-    signed: bool
-    reason: str
-    partial: bool
-    checks_selected: int
-    checks_total: int
-    forced: bool
-    needs_signoff: bool
-    trigger: str
-    simulated: bool
-    config_hash: str
-    config_json: dict[str, Any]
-    harness_version: str
-    operator: str
-    hosts: list[Any]
-    args: list[Any]
-    hostname: str
-    artifact_dir: str
-    started_at: float
-    finished_at: float | None
-    heartbeat_at: float | None
-    campaign: str
-    site: str
-    customer: str
 
 
 @dataclass(frozen=True)
@@ -88,46 +51,10 @@ class RunFrames:
     requests: pd.DataFrame | None  # None when loaded without requests (trend lookups)
 
 
-def _read(store: Store, query: Any) -> pd.DataFrame:
-    return pd.read_sql(query, store.engine)
-
-
-def run_info(store: Store, run_id: int) -> RunInfo:
-    row = store_runs.get_run(store, run_id)  # UsageError naming the run when absent
-    place = select(CampaignRow.name, SiteRow.name, SiteRow.customer).join(
-        SiteRow, SiteRow.id == CampaignRow.site_id).where(CampaignRow.id == row.campaign_id)
-    with store.engine.connect() as conn:
-        campaign, site, customer = conn.execute(place).one()
-        # As effective_verdict counts it: a reviewer's sign-off made after the run's
-        # result (a resumed run's new result needs a new one).
-        signed = row.finished_at is not None and conn.execute(select(SignoffRow.id).where(
-            SignoffRow.run_id == run_id, SignoffRow.role == "reviewer",
-            SignoffRow.at >= row.finished_at)).first() is not None
-    return RunInfo(
-        id=row.id, gate=row.gate, kind=row.kind, status=row.status, verdict=row.verdict,
-        effective=store_runs.effective_verdict(store, row), signed=signed,
-        reason=row.reason or "", partial=bool(row.partial),
-        checks_selected=row.checks_selected or 0, checks_total=row.checks_total or 0,
-        forced=bool(row.forced), needs_signoff=bool(row.needs_signoff), trigger=row.trigger,
-        simulated=bool(row.simulated), config_hash=row.config_hash or "",
-        config_json=dict(row.config_json or {}), harness_version=row.harness_version or "",
-        operator=row.operator or "", hosts=list(row.hosts or []), args=list(row.args or []),
-        hostname=row.hostname or "", artifact_dir=row.artifact_dir or "",
-        started_at=row.started_at, finished_at=row.finished_at, heartbeat_at=row.heartbeat_at,
-        campaign=str(campaign), site=str(site), customer=str(customer or ""),
-    )
-
-
 def _requests(store: Store, run_id: int) -> pd.DataFrame:
-    """Non-warm-up requests of the run: benchmark, TTFT, output tokens, failed flag."""
-    r, b = RequestRow, BenchmarkRow
-    failed = or_(r.ttft.is_(None), r.error_kind.is_not(None), r.error.is_not(None),
-                 and_(r.status.is_not(None), r.status >= 400))
-    q = (select(r.benchmark_id, r.ttft, r.output_tokens,
-                case((failed, 1), else_=0).label("failed"))
-         .join(b, b.id == r.benchmark_id)
-         .where(b.run_id == run_id, r.warmup == false()))
-    df = _read(store, q)
+    """Non-warm-up requests of the run: benchmark, TTFT, output tokens, failed flag, as
+    float / float / bool columns whatever the driver returned (NULLs, ints)."""
+    df = queries.run_requests(store, run_id)
     df["ttft"] = pd.to_numeric(df["ttft"], errors="coerce").astype("float64")
     df["output_tokens"] = pd.to_numeric(df["output_tokens"], errors="coerce").astype("float64")
     df["failed"] = df["failed"].astype(bool)
@@ -136,99 +63,9 @@ def _requests(store: Store, run_id: int) -> pd.DataFrame:
 
 def load_run(store: Store, run_id: int, *, with_requests: bool = True) -> RunFrames:
     info = run_info(store, run_id)
-    c, s, f, e, a, bm, cl, se = (CheckRow, SignoffRow, HostFactRow, EventRow, ArtifactRow,
-                                 BenchmarkRow, CellRow, SeriesRow)
-    checks = _read(store, select(c.nodeid, c.name, c.host, c.outcome, c.message, c.expected,
-                                 c.measured, c.stage, c.duration, c.finished_at)
-                   .where(c.run_id == run_id).order_by(c.id))
-    signoffs = _read(store, select(s.role, s.name, s.note, s.at, s.os_user, s.hostname)
-                     .where(s.run_id == run_id).order_by(s.id))
-    facts = _read(store, select(f.host, f.key, f.value, f.simulated)
-                  .where(f.run_id == run_id).order_by(f.host, f.key, f.id))
-    events = _read(store, select(e.source, e.name, e.host, e.status, e.message, e.at)
-                   .where(e.run_id == run_id, e.status.in_(("failed", "unreachable")))
-                   .order_by(e.id))
-    artifacts = _read(store, select(a.path, a.sha256, a.size, a.kind, a.host, a.at)
-                      .where(a.run_id == run_id).order_by(a.id))
-    benchmarks = _read(store, select(bm.id, bm.arm, bm.layout, bm.tier, bm.repetition,
-                                     bm.phase, bm.driver, bm.params, bm.summary, bm.status,
-                                     bm.started_at, bm.duration)
-                       .where(bm.run_id == run_id).order_by(bm.id))
-    cells = _read(store, select(cl).where(cl.run_id == run_id).order_by(cl.layout, cl.tier))
-    series = _read(store, select(se.benchmark_id, se.source, se.metric, se.at, se.value)
-                   .where(se.run_id == run_id,
-                          or_(se.metric == STORAGE_READ_BYTES,
-                              se.metric.like(EVIDENCE_PREFIX + "%"),
-                              se.metric.like(WINDOW_PREFIX + "%")))
-                   .order_by(se.source, se.at))
+    t = queries.run_tables(store, run_id, series_metrics=(STORAGE_READ_BYTES,),
+                           series_prefixes=(EVIDENCE_PREFIX, WINDOW_PREFIX))
     requests = _requests(store, run_id) if with_requests else None
-    return RunFrames(run=info, checks=checks, signoffs=signoffs, facts=facts, events=events,
-                     artifacts=artifacts, benchmarks=benchmarks, cells=cells, series=series,
-                     requests=requests)
-
-
-@dataclass(frozen=True)
-class CampaignInfo:
-    name: str
-    site: str
-    customer: str
-
-
-def campaign_info(store: Store, campaign: str) -> CampaignInfo:
-    q = (select(CampaignRow.name, SiteRow.name, SiteRow.customer)
-         .join(SiteRow, SiteRow.id == CampaignRow.site_id).where(CampaignRow.name == campaign))
-    with store.engine.connect() as conn:
-        row = conn.execute(q).first()
-    if row is None:
-        raise UsageError(f"no campaign {campaign!r} in {store.url}", key="--campaign",
-                         hint="see `gate status` or `gate runs list`")
-    return CampaignInfo(name=str(row[0]), site=str(row[1]), customer=str(row[2] or ""))
-
-
-def gate_runs(store: Store, campaign: str) -> pd.DataFrame:
-    """The campaign's gate runs (id, gate, status, partial, started_at), oldest first; a
-    run of a custom suite never stands for a gate (harness.campaign.gate_states)."""
-    r = RunRow
-    q = (select(r.id, r.gate, r.status, r.partial, r.started_at)
-         .join(CampaignRow, CampaignRow.id == r.campaign_id)
-         .where(CampaignRow.name == campaign, r.kind == "gate",
-                or_(r.suite == "", r.suite.is_(None)))
-         .order_by(r.started_at, r.id))
-    return _read(store, q)
-
-
-def campaign_run_ids(store: Store, campaign: str) -> list[int]:
-    """Every run of the campaign, of any kind (for the evidence pack)."""
-    q = (select(RunRow.id).join(CampaignRow, CampaignRow.id == RunRow.campaign_id)
-         .where(CampaignRow.name == campaign).order_by(RunRow.id))
-    with store.engine.connect() as conn:
-        return [int(x) for x in conn.scalars(q)]
-
-
-@dataclass(frozen=True)
-class AttemptInfo:
-    """One run of a gate, as page 1 lists every attempt."""
-
-    id: int
-    status: str
-    effective: str
-    needs_signoff: bool
-    forced: bool
-    partial: bool
-    simulated: bool
-    started_at: float
-    finished_at: float | None
-
-
-def gate_attempts(store: Store, campaign: str, gate: str) -> list[AttemptInfo]:
-    """Every run of the gate in the campaign with the packaged suite (a custom suite never
-    stands as a gate's verdict), oldest first, each with its effective verdict: as
-    `gate status` lists them, since each attempt is another chance of a wrong PASS."""
-    rows = [r for r in store_runs.runs(store, campaign=campaign, gate=gate, kind="gate")
-            if not r.suite]
-    rows.sort(key=lambda r: (r.started_at, r.id))
-    return [AttemptInfo(id=r.id, status=r.status,
-                        effective=store_runs.effective_verdict(store, r),
-                        needs_signoff=bool(r.needs_signoff), forced=bool(r.forced),
-                        partial=bool(r.partial), simulated=bool(r.simulated),
-                        started_at=r.started_at, finished_at=r.finished_at) for r in rows]
+    return RunFrames(run=info, checks=t.checks, signoffs=t.signoffs, facts=t.facts,
+                     events=t.events, artifacts=t.artifacts, benchmarks=t.benchmarks,
+                     cells=t.cells, series=t.series, requests=requests)

@@ -47,18 +47,25 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
-from harness.errors import SchemaTooNewError, StoreError, UsageError
+from harness.errors import (
+    SchemaTooNewError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreError,
+    StoreFrozenError,
+    StoreReadOnlyError,
+    StoreUrlError,
+)
 
 DEFAULT_URL = "sqlite:///./gate.db"
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT = 30  # seconds a `gate` waits for another one's write lock
 
-RESTORE_HINT = ("restore it from a backup or a `gate export` pack, or point --db / GATE_DB "
-                "at another store")
+RESTORE_HINT = "restore it from a backup"
 
 
 def resolve_url(url: str | None) -> str:
-    """--db beats GATE_DB beats ./gate.db; a bare path is taken as a SQLite file."""
+    """The URL given beats GATE_DB beats ./gate.db; a bare path is taken as a SQLite file."""
     chosen = url or os.environ.get("GATE_DB") or DEFAULT_URL
     if "://" not in chosen:
         chosen = "sqlite:///" + str(Path(chosen).expanduser())
@@ -97,27 +104,25 @@ def store_error(exc: BaseException, where: str) -> StoreError | None:
         code = (getattr(orig, "sqlite_errorcode", 0) or 0) & 0xFF
         name = getattr(orig, "sqlite_errorname", "") or said
         if code in (_CORRUPT, _NOTADB) or "malformed" in said or "not a database" in said:
-            return StoreError(f"is not a SQLite database or is damaged: {said}", file=where,
-                              hint=RESTORE_HINT)
+            return StoreDamagedError(f"is not a SQLite database or is damaged: {said}",
+                                     file=where, hint=RESTORE_HINT)
         frozen = _frozen_reason(where) if code in (_READONLY, _PERM, _IOERR) else None
         if frozen:
-            return StoreError(f"cannot write: {frozen}", file=where,
-                              hint="undo that (chattr -i / remount rw), or point --db / "
-                                   "GATE_DB at another store")
+            return StoreReadOnlyError(f"cannot write: {frozen}", file=where,
+                                      hint="undo that (chattr -i / remount rw)")
         if code in (_READONLY, _PERM):
-            return StoreError("cannot write: the file or its directory is read-only",
-                              file=where,
-                              hint="make both writable (SQLite keeps the -wal and -shm files "
-                                   "beside it), or point --db / GATE_DB at another store")
+            return StoreReadOnlyError("cannot write: the file or its directory is read-only",
+                                      file=where,
+                                      hint="make both writable (SQLite keeps the -wal and "
+                                           "-shm files beside it)")
         if code == _FULL:
             return StoreError("cannot write: the disk is full", file=where,
                               hint="free space on its filesystem; what was stored before is "
                                    "kept")
         if code in (_BUSY, _LOCKED):
-            return StoreError(f"locked by another process for longer than the busy timeout "
-                              f"({BUSY_TIMEOUT} s)", file=where,
-                              hint="`gate runs list` shows what is running; retry when it "
-                                   "is done")
+            return StoreBusyError(f"locked by another process for longer than the busy "
+                                  f"timeout ({BUSY_TIMEOUT} s)", file=where,
+                                  hint="retry when it is done")
         if code == _CANTOPEN:
             return StoreError(f"cannot open it ({name})", file=where,
                               hint="check that it and its directory are readable and "
@@ -240,8 +245,8 @@ def _refuse_frozen(path: str) -> None:
     if reason is None:
         return
     _freeze(path)
-    raise StoreError(f"cannot write: {reason} since gate opened it", file=path,
-                     hint="make it writable again (chattr -i / remount rw)")
+    raise StoreFrozenError(f"cannot write: {reason} since gate opened it", file=path,
+                           hint="make it writable again (chattr -i / remount rw)")
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -265,8 +270,8 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise UsageError(f"not a database URL: {url!r}", key="--db",
-                         hint="e.g. sqlite:///gate.db or postgresql://user@host/db") from None
+        raise StoreUrlError(f"not a database URL: {url!r}",
+                            hint="e.g. sqlite:///gate.db or postgresql://user@host/db") from None
     try:
         if parsed.get_backend_name() == "sqlite":
             db = parsed.database
@@ -275,7 +280,7 @@ def make_engine(url: str) -> Engine:
             if file_db:
                 parent = Path(db or "").expanduser().resolve().parent
                 if not parent.is_dir():
-                    raise UsageError(f"directory {parent} does not exist", key="--db")
+                    raise StoreUrlError(f"directory {parent} does not exist")
                 args["factory"] = GuardedConnection
             engine = create_engine(url, connect_args=args)
             if file_db:
@@ -292,9 +297,9 @@ def make_engine(url: str) -> Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError:
-        raise UsageError(f"unknown database kind in {url!r}", key="--db") from None
+        raise StoreUrlError(f"unknown database kind in {url!r}") from None
     except ModuleNotFoundError as exc:
-        raise UsageError(f"database driver missing for {url!r}: {exc.name}", key="--db") from None
+        raise StoreUrlError(f"database driver missing for {url!r}: {exc.name}") from None
     where = _describe(url)
 
     def on_error(ctx: ExceptionContext) -> None:
@@ -404,6 +409,17 @@ class Store:
             except Exception:
                 s.rollback()
                 raise
+
+    def revision(self) -> str | None:
+        """The migration the store is at (None before the first one)."""
+        return current_revision(self.engine)
+
+    def file(self) -> Path | None:
+        """The SQLite file holding this store (resolved); None for a server or in memory."""
+        url = make_url(self.url)
+        if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+            return Path(url.database).expanduser().resolve()
+        return None
 
     def close(self) -> None:
         self.engine.dispose()

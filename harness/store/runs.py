@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from harness.errors import LockError, UsageError
+from harness.errors import LockError, NotFoundError, RunStateError
 from harness.store.db import Store
 from harness.store.schema import (
     ArtifactRow,
@@ -29,6 +29,7 @@ from harness.store.schema import (
     RunRow,
     SignoffRow,
     SiteRow,
+    new_uid,
 )
 from harness.verdict import effective
 
@@ -55,6 +56,7 @@ class NewRun:
     artifact_dir: str = ""
     suite: str = ""  # a custom suite's path and digest (tests); never a gate's verdict
     plan: tuple[str, ...] | None = None  # the check ids the suite declared
+    overrides: tuple[str, ...] = ()  # "dotted.key=value" config values set on the command line
 
 
 def _now() -> float:
@@ -102,6 +104,7 @@ def _run_row(cid: int, new: NewRun, now: float) -> RunRow:
         artifact_dir=new.artifact_dir, started_at=now, heartbeat_at=now,
         harness_version=_version(), suite=new.suite,
         plan=list(new.plan) if new.plan is not None else None,
+        uid=new_uid(), overrides=list(new.overrides),
     )
 
 
@@ -131,22 +134,16 @@ def start_gate_run(store: Store, new: NewRun) -> int:
 
 
 def _refuse(store: Store, campaign: int) -> None:
+    """Raise the LockError naming who holds the campaign (the CLI adds its commands)."""
     holder = lock_holder(store, campaign)
     if holder is None:
-        raise LockError("campaign is busy: a run is running", hint="see `gate runs list`")
+        raise LockError("campaign is busy: a run is running")
     held = f"run {holder.run_id} (pid {holder.pid} on {holder.hostname})"
     if process_alive(holder.pid, holder.hostname) is False:
         raise LockError(f"campaign is held by {held}, whose process is gone",
-                        hint=gone_hint(holder.run_id)) from None
-    raise LockError(
-        f"campaign is busy: {held} is running",
-        hint=f"wait for it, or if its process is gone: gate runs abort {holder.run_id}",
-    ) from None
-
-
-def gone_hint(run_id: int) -> str:
-    return (f"continue it with `gate resume {run_id}` (G3), or end it with "
-            f"`gate runs abort {run_id}` (results kept)")
+                        run_id=holder.run_id, gone=True) from None
+    raise LockError(f"campaign is busy: {held} is running", run_id=holder.run_id,
+                    hint="wait for it") from None
 
 
 def liveness(run: RunRow) -> str:
@@ -228,15 +225,15 @@ def abort_run(store: Store, run_id: int, *, force: bool = False) -> str:
     """End a RUNNING run as ABORTED (results kept) if its process is gone."""
     run = get_run(store, run_id)
     if run.status != "RUNNING":
-        raise UsageError(f"run {run_id} is {run.status}, not RUNNING")
+        raise RunStateError(f"run {run_id} is {run.status}, not RUNNING", run_id=run_id)
     alive = process_alive(run.pid or -1, run.hostname)
     stale = (_now() - (run.heartbeat_at or 0)) > STALE_AFTER
     if alive and not force:
-        raise UsageError(f"run {run_id} is still running (pid {run.pid})",
-                         hint="stop that process first (Ctrl-C / kill)")
+        raise RunStateError(f"run {run_id} is still running (pid {run.pid})", run_id=run_id,
+                            hint="stop that process first (Ctrl-C / kill)")
     if alive is None and not stale and not force:
-        raise UsageError(f"run {run_id} runs on {run.hostname} and its heartbeat is fresh",
-                         hint="abort it there, or pass --force")
+        raise RunStateError(f"run {run_id} runs on {run.hostname} and its heartbeat is fresh",
+                            run_id=run_id, overridable=True, hint="abort it there")
     finish_run(store, run_id, verdict="ERROR", reason="aborted: process gone", status="ABORTED",
                partial=run.partial, selected=run.checks_selected, total=run.checks_total)
     return "aborted"
@@ -246,7 +243,7 @@ def get_run(store: Store, run_id: int) -> RunRow:
     with store.session() as s:
         row = s.get(RunRow, run_id)
         if row is None:
-            raise UsageError(f"no run {run_id} in {store.url}", hint="see `gate runs list`")
+            raise NotFoundError(f"no run {run_id} in {store.url}", what="run", name=str(run_id))
         return row
 
 

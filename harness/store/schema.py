@@ -3,11 +3,14 @@
 Times are UTC epoch seconds (float) so SQLite and PostgreSQL agree and pandas reads them
 without a timezone dance. Request rows are written with Core bulk inserts (see
 `harness.store.writer`), never as ORM objects: a G4 run holds millions of them.
-Each table is created by a migration in migrations/versions; change both together.
+Each table is created by a migration in migrations/versions; change both together:
+tests/unit/test_store_migrations.py runs Alembic's autogenerate comparison of a store
+migrated to head against this metadata and fails on any difference.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -45,9 +48,15 @@ class CampaignRow(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
+def new_uid() -> str:
+    """A run's globally unique id: results from many sites merge without collisions."""
+    return uuid.uuid4().hex
+
+
 class RunRow(Base):
     __tablename__ = "run"
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(primary_key=True)  # unique in this store only
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), index=True)
     kind: Mapped[str] = mapped_column(String(16))  # gate | bench | import
     gate: Mapped[str | None] = mapped_column(String(4), index=True)
@@ -76,6 +85,8 @@ class RunRow(Base):
     # Another suite than the packaged one (tests only): path and digest. Never a verdict.
     suite: Mapped[str] = mapped_column(Text, default="")
     plan: Mapped[list[Any] | None] = mapped_column(JSON)  # the check ids the suite declared
+    # Config values set on the command line ("dotted.key=value"), part of config_json too.
+    overrides: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
 
 class RunLockRow(Base):
@@ -112,7 +123,7 @@ class HostFactRow(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     host: Mapped[str] = mapped_column(String(200))
     key: Mapped[str] = mapped_column(String(200))
-    value: Mapped[Any] = mapped_column(JSON)
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)  # as 0001 made it
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
 
 

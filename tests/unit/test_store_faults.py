@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.exc import IntegrityError
 
-from harness.errors import StoreError
+from harness.cli.context import worded
+from harness.errors import StoreBusyError, StoreError
 from harness.loadgen.records import pack_chunks
 from harness.store import db as store_db
 from harness.store import runs as store_runs
@@ -50,9 +51,13 @@ def test_a_store_lock_held_past_the_busy_timeout(tmp_path: Path,
             with pytest.raises(StoreError) as err:
                 write()
             assert err.value.exit_code == 3
+            assert isinstance(err.value, StoreBusyError)
             assert str(err.value) == (f"{path}: locked by another process for longer than "
-                                      "the busy timeout (0.2 s) (`gate runs list` shows what "
-                                      "is running; retry when it is done)")
+                                      "the busy timeout (0.2 s) (retry when it is done)")
+            # the command line names its own command (harness.cli.main prints `worded`)
+            assert str(worded(err.value)) == (
+                f"{path}: locked by another process for longer than the busy timeout "
+                "(0.2 s) (`gate runs list` shows what is running; retry when it is done)")
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -1,10 +1,12 @@
-"""Copy the rows of some runs from one store into a fresh one (the evidence pack's SQLite).
+"""Copy the rows of some runs from one store into another, fresh one (the evidence pack's
+SQLite), and fold a SQLite store into one self-contained file.
 
-Every table of the schema is walked in dependency order: site / campaign / run by id,
-tables with a run_id by run, requests through their benchmarks. Rows stream through
-SQLAlchemy Core in batches, so a G4 run's million requests never sit in memory at once.
-A table the walker does not know how to scope is skipped and named in the result, never
-copied whole.
+Here, not in the report, because the store is the only door to the gate's database: the
+exporter names runs and a destination, the store walks its own tables. Every table of the
+schema is walked in dependency order: site / campaign / run by id, tables with a run_id
+by run, requests through their benchmarks. Rows stream through SQLAlchemy Core in
+batches, so a G4 run's million requests never sit in memory at once. A table the walker
+does not know how to scope is skipped and named in the result, never copied whole.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from sqlalchemy import Table, insert, select
 
 from harness.store.db import Store
-from harness.store.schema import Base, BenchmarkRow, RunRow
+from harness.store.schema import Base, BenchmarkRow, CampaignRow, RunRow
 
 BATCH = 20000
 NOT_COPIED = ("run_lock",)  # a lock belongs to a live process, not to the evidence
@@ -23,8 +25,8 @@ NOT_COPIED = ("run_lock",)  # a lock belongs to a live process, not to the evide
 
 @dataclass
 class CopyResult:
-    rows: dict[str, int] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows copied
+    skipped: list[str] = field(default_factory=list)  # tables not copied
 
 
 def _scope(table: Table, run_ids: list[int], site_ids: list[int],
@@ -45,8 +47,7 @@ def _scope(table: Table, run_ids: list[int], site_ids: list[int],
 
 
 def copy_runs(src: Store, dst: Store, run_ids: list[int]) -> CopyResult:
-    from harness.store.schema import CampaignRow
-
+    """Copy `run_ids` with their campaigns, sites and every row that belongs to them."""
     result = CopyResult()
     with src.engine.connect() as conn:
         campaign_ids = sorted({int(x) for x in conn.scalars(
@@ -71,7 +72,8 @@ def copy_runs(src: Store, dst: Store, run_ids: list[int]) -> CopyResult:
 
 
 def close_for_copy(store: Store) -> None:
-    """Fold the WAL back into the main file so the pack holds one self-contained file."""
+    """Fold the WAL back into the main file so the pack holds one self-contained file,
+    and close the store."""
     with store.engine.connect() as conn:
         if store.engine.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
