@@ -10,6 +10,7 @@ import pytest
 from harness.config.models import Layout
 from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
 from harness.g3.plan import Cell
+from harness.g3.problems import ProblemKind, joined
 from harness.g3.session import G3Session
 from harness.pytest_plugin import CheckRecorder
 
@@ -21,8 +22,8 @@ def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
                  "and engine version")
     check.measure({arm: sorted({str(c["model"]) for c in cards})
                    for arm, cards in pre.cards.items()})
-    if pre.model_problems:
-        raise MeasurementError("arms are not comparable: " + "; ".join(pre.model_problems),
+    if pre.of(ProblemKind.MODEL):
+        raise MeasurementError("arms are not comparable: " + joined(pre.of(ProblemKind.MODEL)),
                                stage="preflight")
 
 
@@ -31,8 +32,8 @@ def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
     pre = g3.preflight(layout)
     check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms")
     check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
-    if pre.layout_problems:
-        raise MeasurementError("arms are not comparable: " + "; ".join(pre.layout_problems),
+    if pre.of(ProblemKind.LAYOUT):
+        raise MeasurementError("arms are not comparable: " + joined(pre.of(ProblemKind.LAYOUT)),
                                stage="preflight")
 
 
@@ -63,7 +64,7 @@ def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,
 def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
     pre = g3.preflight(cell.layout)
     if pre.problems:
-        raise MeasurementError("not compared: preflight found " + "; ".join(pre.problems),
+        raise MeasurementError("not compared: preflight found " + joined(pre.problems),
                                stage="preflight")
     t = g3.config.gates.g3.thresholds
     check.expect(f"TTFT p50 drop >= {t.ttft_p50_drop:.0%} and throughput gain >= "
@@ -75,10 +76,10 @@ def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
                       f"{decision.drop.hi:.1%}], gain {decision.gain.value:.1%} "
                       f"[{decision.gain.lo:.1%}, {decision.gain.hi:.1%}], "
                       f"{decision.repetitions} pairs")
-    if problem:
+    if problem is not None:
         if decision is not None:
-            g3.store_cell(cell, decision, [], override=problem)
-        raise Inconclusive(problem)
+            g3.store_cell(cell, decision, [], override=problem.text)
+        raise Inconclusive(problem.text)
     if decision is None:  # no look was reached: nothing was decided
         raise MeasurementError("no decision was reached for the cell", stage="decision")
     verdict = decision.verdict.value

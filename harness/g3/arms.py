@@ -18,11 +18,15 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from harness.config.inventory import Inventory
 from harness.config.models import Action, Arm, CommandAction, Layout, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, UsageError
+
+if TYPE_CHECKING:
+    from harness.ansible.events import AnsibleEvent
+    from harness.transport import TransportPool
 
 T = TypeVar("T")
 
@@ -184,8 +188,15 @@ def fill_vars(value: object, values: dict[str, str]) -> object:
     return value
 
 
-def transport_action_runner(pool: Any, inventory: Inventory, known_hosts: Path,
-                            artifact_dir: Path, on_event: Callable[..., None],
+class EventSink(Protocol):
+    """Where the steps of a run are recorded (harness.store.recorder.RunRecorder.event)."""
+
+    def __call__(self, *, source: str, name: str, host: str | None, status: str,
+                 message: str = "", duration: float = 0.0) -> None: ...
+
+
+def transport_action_runner(pool: TransportPool, inventory: Inventory, known_hosts: Path,
+                            artifact_dir: Path, on_event: EventSink,
                             become_password: str | None = None) -> ActionRunner:
     """The real runner: commands over the host's Transport, playbooks via ansible-runner."""
 
@@ -216,7 +227,7 @@ def transport_action_runner(pool: Any, inventory: Inventory, known_hosts: Path,
         assert isinstance(filled, dict)
         extravars: dict[str, object] = {**values, **filled}
 
-        def ansible_event(ev: Any) -> None:
+        def ansible_event(ev: AnsibleEvent) -> None:
             on_event(source="ansible", name=f"{action.playbook}: {ev.task}", host=ev.host,
                      status=ev.status, duration=ev.duration, message=ev.message)
 

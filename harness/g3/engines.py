@@ -18,16 +18,16 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError, InfrastructureError, MeasurementError, TransportError
-from harness.g3.arms import ArmControl, Endpoint, endpoints
+from harness.g3.arms import ArmControl, Endpoint, EventSink, endpoints
 from harness.g3.identity import ArmComparison, compare_arms, engine_facts, server_config
 from harness.g3.plan import ARMS
+from harness.g3.problems import JSON
 from harness.probes.process import (
     ProcessInfo,
     is_alive,
@@ -38,13 +38,14 @@ from harness.probes.process import (
 from harness.store import Store
 from harness.store import engines as store_engines
 from harness.store import runs as store_runs
+from harness.store.recorder import RunRecorder
+from harness.transport import TransportPool
 
 # Processes that forward a port to an engine gate cannot see (a container's, a remote
 # one): their argv says nothing about the engine's configuration.
 FORWARDERS = ("docker-proxy", "rootlessport", "slirp4netns", "socat", "kubectl", "haproxy",
               "nginx", "envoy", "sshd")
 STOP_GRACE = 30.0  # seconds a stop action's process may take to exit before gate stops it
-Event = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,12 @@ def _get(url: str, timeout: float = 10.0) -> str | None:
         return None
 
 
-def _json(text: str | None) -> Any:
+def _json(text: str | None) -> JSON:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        parsed: JSON = json.loads(text)
+        return parsed
     except ValueError:
         return None
 
@@ -88,10 +90,10 @@ class EngineWatch:
 
     config: SiteConfig
     inventory: Inventory
-    pool: Any  # harness.transport.TransportPool
+    pool: TransportPool
     store: Store
     run_id: int
-    event: Event
+    event: EventSink
     # Hosts whose engines could be read only with sudo: go there directly next time (one
     # SSH round trip per reading instead of two).
     sudo_hosts: set[str] = field(default_factory=set)
@@ -236,7 +238,7 @@ def clean_slate(watch: EngineWatch, control: ArmControl, layouts: list[Layout],
                     hint="stop it (or fix the arms' stop actions), then run again")
 
 
-def release_engines(loaded: Any, inventory: Inventory, store: Store, run_id: int, *,
+def release_engines(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,
                     sudo_password: str | None) -> list[str]:
     """`gate runs abort`: stop what the dead run left running (the clean slate a resume
     or a new run starts from). Returns what the user should know."""
@@ -244,10 +246,9 @@ def release_engines(loaded: Any, inventory: Inventory, store: Store, run_id: int
     from harness.g3.plan import layouts
     from harness.transport import TransportPool
 
-    config: SiteConfig = loaded.config
-
-    def event(**fields: Any) -> None:
-        store_runs.add_event(store, run_id, **fields)
+    config = loaded.config
+    recorder = RunRecorder(store, run_id)
+    event = recorder.event
 
     pool = TransportPool(inventory, known_hosts=loaded.known_hosts_path,
                          sudo_password=sudo_password)
@@ -256,10 +257,9 @@ def release_engines(loaded: Any, inventory: Inventory, store: Store, run_id: int
                                          loaded.base / "artifacts" / f"run-{run_id}", event,
                                          become_password=sudo_password)
         watch = EngineWatch(config, inventory, pool, store, run_id, event)
-        run = store_runs.get_run(store, run_id)
         try:
             clean_slate(watch, ArmControl(config, inventory, runner), layouts(config),
-                        run.campaign_id)
+                        recorder.campaign_id)
         except GateError as exc:
             return [f"engines: {exc.one_line()}"]
         return ["engines: both arms' stop actions ran; every endpoint is down"]

@@ -9,12 +9,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from harness.errors import GateError
+from harness.g3.problems import JSONDict
 from harness.probes.diskstats import total_bytes_read
+from harness.probes.prometheus import CacheEvidence, MetricsSnapshot
+from harness.transport import Transport
 
 
 @dataclass
@@ -28,7 +30,7 @@ class StorageSample:
 class StorageSampler:
     """Reads diskstats on each storage host every `interval` s in a background thread."""
 
-    hosts: Sequence[tuple[str, Any]]  # (name, Transport)
+    hosts: Sequence[tuple[str, Transport]]
     path: str
     devices: list[str]
     interval: float = 1.0
@@ -62,10 +64,10 @@ class StorageSampler:
             self._thread.join(timeout=self.interval + 30)
         self._read_all()
 
-    def series(self) -> list[dict[str, Any]]:
+    def series(self) -> list[JSONDict]:
         """Cumulative bytes read since the phase began, per host (store `series` rows)."""
         first: dict[str, int] = {}
-        out = []
+        out: list[JSONDict] = []
         for s in self.samples:
             base = first.setdefault(s.host, s.bytes_read)
             out.append({"source": s.host, "metric": "storage_read_bytes", "labels": {},
@@ -89,15 +91,16 @@ class StorageSampler:
                 "bytes_read": total}
 
 
-Scraper = Callable[[str], Any]
+Scraper = Callable[[str], MetricsSnapshot]
 
 
-def scrape_all(urls: Sequence[str], scrape: Scraper) -> list[Any]:
+def scrape_all(urls: Sequence[str], scrape: Scraper) -> list[MetricsSnapshot]:
     return [scrape(f"{u}/metrics") for u in urls]
 
 
-def summed_evidence(befores: Sequence[Any], afters: Sequence[Any],
-                    diff: Callable[[Any, Any], Any]) -> dict[str, Any]:
+def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[MetricsSnapshot],
+                    diff: Callable[[MetricsSnapshot, MetricsSnapshot], CacheEvidence]
+                    ) -> JSONDict:
     """Cache evidence per instance, summed over the layout's instances, with the share
     computed by CacheEvidence's own precedence (prompt tokens by source, else vLLM's
     external hits, else LMCache hit / requested, which is the same on every TP worker)."""
@@ -108,19 +111,26 @@ def summed_evidence(befores: Sequence[Any], afters: Sequence[Any],
               "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens")
 
     def total(name: str) -> float | None:
-        vals = [getattr(e, name) for e in per if getattr(e, name) is not None]
+        vals = [float(v) for e in per if (v := getattr(e, name)) is not None]
         return float(sum(vals)) if vals else None
 
     by_source: dict[str, float] = {}
     for e in per:
         for k, v in (e.by_source or {}).items():
             by_source[k] = by_source.get(k, 0.0) + float(v)
+    totals = {f: total(f) for f in fields}
     combined = replace(per[0], by_source=by_source,
                        exposes_external=any(e.exposes_external for e in per),
                        counter_reset=any(e.counter_reset for e in per),
-                       **{f: total(f) for f in fields})
-    out: dict[str, Any] = {f: getattr(combined, f) for f in fields}
-    out["by_source"] = by_source
+                       prompt_tokens=totals["prompt_tokens"],
+                       prefix_queries=totals["prefix_queries"],
+                       prefix_hits=totals["prefix_hits"],
+                       external_queries=totals["external_queries"],
+                       external_hits=totals["external_hits"],
+                       lmcache_requested_tokens=totals["lmcache_requested_tokens"],
+                       lmcache_hit_tokens=totals["lmcache_hit_tokens"])
+    out: JSONDict = dict(totals)
+    out["by_source"] = dict(by_source)
     out["exposes_external"] = combined.exposes_external
     out["counter_reset"] = combined.counter_reset
     share = combined.external_hit_share

@@ -16,8 +16,8 @@ import fnmatch
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from harness.g3.problems import JSON
 from harness.probes.prometheus import parse_metrics
 from harness.probes.redact import looks_secret, option_name, redact, redact_argv
 
@@ -94,11 +94,11 @@ def engine_facts(argv: Sequence[str], env: Mapping[str, str] | None,
     return facts
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, str]) -> None:
     if isinstance(value, Mapping):
         for k, v in value.items():
             _flatten(f"{prefix}.{k}", v, out)
@@ -110,7 +110,7 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
 _CARD_SKIP = frozenset({"created", "permission", "object", "data"})
 
 
-def server_config(models_json: Mapping[str, Any] | None, version_json: Mapping[str, Any] | None,
+def server_config(models_json: JSON, version_json: JSON,
                   metrics_text: str | None) -> dict[str, str]:
     """What the server says about itself, flat: `version` (/version), `model.<key>` and
     nested blocks such as `gate_sim.config.speed` or `parallel_config.*` from the first

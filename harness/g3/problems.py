@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import TypeAlias
 
 # What engines and the store hand back as JSON, typed all the way down.
-JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
+JSON: TypeAlias = "str | int | float | bool | list[JSON] | dict[str, JSON] | None"
 JSONDict: TypeAlias = "dict[str, JSON]"
 
 

@@ -3,19 +3,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from harness.config.models import SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.plan import ARMS, Cell
+from harness.g3.problems import JSON, JSONDict
 from harness.g3.rules import FIXED_OUTPUT_BODY, PhaseTokens, phase_tokens
 from harness.loadgen.health import HealthBounds
 from harness.loadgen.phase import PhaseSpec
 from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
-from harness.store import writer
+from harness.loadgen.workloads import Workload
+from harness.stats.model import CellDecision
+from harness.store import Store, writer
 
 
 @dataclass
@@ -25,7 +28,7 @@ class ArmRep:
     ttft: np.ndarray
     lengths: PhaseTokens
     wall_time: float
-    evidence: dict[str, Any]
+    evidence: JSONDict
     benchmark_id: int
     # The engines' facts right after the cold restart (harness/g3/identity.py), and why
     # some could not be read.
@@ -41,7 +44,7 @@ class ArmRep:
         return self.lengths.tokens
 
 
-def ttfts(records: list[Any]) -> np.ndarray:
+def ttfts(records: Sequence[RequestRecord]) -> np.ndarray:
     vals = [r.ttft if r.ok and r.ttft is not None else np.inf
             for r in records if not r.warmup]
     if not vals:
@@ -49,7 +52,7 @@ def ttfts(records: list[Any]) -> np.ndarray:
     return np.asarray(vals, dtype=float)
 
 
-def completed_reps(store: Any, run_id: int, cell: Cell,
+def completed_reps(store: Store, run_id: int, cell: Cell,
                    fixed: int) -> dict[int, dict[str, ArmRep]]:
     """For `gate resume`: the pairs whose both measured phases finished in this run, read
     back exactly as they were judged when measured."""
@@ -80,17 +83,17 @@ def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
                      health=HealthBounds.from_dict(cfg.load.health.model_dump()))
 
 
-def phase_params(specs: list[Any], urls: list[str], cfg: SiteConfig,
-                 workload: Any) -> dict[str, Any]:
+def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
+                 workload: Workload) -> JSONDict:
     return {"docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
-            "endpoints": urls, "api": cfg.workload.api,
+            "endpoints": [u for u in urls], "api": cfg.workload.api,
             "max_tokens": cfg.workload.max_tokens,
             "fixed_output": {"max_tokens": cfg.workload.max_tokens, **FIXED_OUTPUT_BODY},
-            "calibrated": bool(getattr(workload, "calibrated", False)),
-            "prompt_tokens": [s.prompt_tokens for s in specs][:512]}
+            "calibrated": workload.calibrated,
+            "prompt_tokens": [s.prompt_tokens for s in specs[:512]]}
 
 
-def store_cell(store: Any, run_id: int, cfg: SiteConfig, cell: Cell, d: Any,
+def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDecision,
                reps: list[dict[str, ArmRep]], override: str = "",
                override_verdict: str = "INCONCLUSIVE") -> None:
     writer.upsert_cell(store, run_id, {
@@ -105,7 +108,7 @@ def store_cell(store: Any, run_id: int, cfg: SiteConfig, cell: Cell, d: Any,
         "thr_accelerated": d.thr_accelerated, "gain": finite(d.gain.value),
         "gain_lo": finite(d.gain.lo), "gain_hi": finite(d.gain.hi),
         "confidence": cfg.gates.g3.confidence, "rule": d.rule,
-        "details": {**jsonable(d.details), "needs_signoff": d.needs_signoff,
+        "details": {**json_dict(d.details), "needs_signoff": d.needs_signoff,
                     "level": d.level, "drop_verdict": d.drop.verdict.value,
                     "gain_verdict": d.gain.verdict.value,
                     "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps]},
@@ -116,7 +119,12 @@ def finite(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def jsonable(d: Any) -> Any:
+def json_dict(d: Mapping[str, object]) -> JSONDict:
+    return {str(k): jsonable(v) for k, v in d.items()}
+
+
+def jsonable(d: object) -> JSON:
+    """What JSON can hold of a value: numpy numbers as Python's, non-finite as null."""
     if isinstance(d, dict):
         return {str(k): jsonable(v) for k, v in d.items()}
     if isinstance(d, list | tuple):
@@ -127,4 +135,6 @@ def jsonable(d: Any) -> Any:
         return int(d)
     if isinstance(d, np.ndarray):
         return jsonable(d.tolist())
-    return d
+    if d is None or isinstance(d, str | int | bool):
+        return d
+    return str(d)

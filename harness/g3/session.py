@@ -26,6 +26,7 @@ from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
 from harness.g3.identity import ArmComparison, compare_arms
 from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
+from harness.g3.problems import Problem, ProblemKind
 from harness.g3.records import (
     ArmRep,
     completed_reps,
@@ -35,7 +36,6 @@ from harness.g3.records import (
     store_cell,
     ttfts,
 )
-from harness.g3.problems import JSONDict, Problem, ProblemKind
 from harness.g3.rules import (
     Card,
     all_restarted,
@@ -47,7 +47,7 @@ from harness.loadgen import storage
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
 from harness.loadgen.probe import ServerInfo
 from harness.loadgen.records import Endpoint as LoadEndpoint
-from harness.loadgen.records import RequestRecord, RequestSpec
+from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.probes.prometheus import MetricsSnapshot
@@ -189,17 +189,18 @@ class G3Session:
         eps = endpoints(cfg, self.gate.inventory, arm, layout)
         urls = [ep.url for ep in eps]
 
-        def begin(phase: str, specs: list[RequestSpec]) -> PhaseWriter:
-            return storage.begin(store, run_id, PhaseKey(arm, layout.name, cell.tier, rep, phase),
-                                 params=phase_params(specs, urls, cfg, workload))
-
         self.start(arm, layout)
         try:
-            if workload is None:
-                workload = self.workload(cell, rep, eps[0].url)
-            specs = list(workload.specs)
+            docs = workload or self.workload(cell, rep, eps[0].url)
+            specs = list(docs.specs)
+
+            def begin(phase: str) -> PhaseWriter:
+                return storage.begin(store, run_id,
+                                     PhaseKey(arm, layout.name, cell.tier, rep, phase),
+                                     params=phase_params(specs, urls, cfg, docs))
+
             spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
-            warm = begin("warm", specs)
+            warm = begin("warm")
             w = self.executor.run(spec, warm.sink)
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
@@ -208,7 +209,7 @@ class G3Session:
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
             before = scrape_all(urls, scrape)
-            bench = begin("measured", specs)
+            bench = begin("measured")
             ev = cfg.gates.g3.evidence
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler, \
@@ -223,8 +224,8 @@ class G3Session:
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
             evidence["cold_restart"] = all_restarted(warmed, before)
-            evidence["storage"] = sampler.bandwidth()
-            evidence["storage_errors"] = sampler.errors[:5]
+            evidence["storage"] = {**sampler.bandwidth()}
+            evidence["storage_errors"] = [e for e in sampler.errors[:5]]
             now = time.time()
             series += [{"source": layout.name, "metric": f"evidence:{k}",
                         "labels": {"arm": arm}, "at": now, "value": float(v)}
@@ -238,7 +239,7 @@ class G3Session:
                 "identity": {"facts": seen.facts, "problems": seen.problems}})
             return ArmRep(ttft=ttfts(m.records), lengths=lengths, wall_time=m.result.wall_time,
                           evidence=evidence, benchmark_id=bench.benchmark_id, facts=seen.facts,
-                          fact_problems=seen.problems, saturation=m.health.reason), workload
+                          fact_problems=seen.problems, saturation=m.health.reason), docs
         finally:
             self.stop(arm, layout)
 

@@ -10,6 +10,7 @@ import pytest
 from harness.config.loader import parse_config
 from harness.config.models import Evidence
 from harness.g3.plan import cells, doc_seed, dry_run, expected_checks, pair_order
+from harness.g3.problems import Problem, ProblemKind
 from harness.g3.records import ArmRep
 from harness.g3.rules import (
     PhaseTokens,
@@ -84,17 +85,24 @@ def test_the_plan_is_every_preflight_check_and_every_cell() -> None:
 def test_compare_cards_accepts_equal_arms_and_names_each_difference() -> None:
     cfg = config()
     tp8 = cfg.layout("TP8")
-    assert compare_cards(cfg, tp8, {"baseline": [card()], "accelerated": [card()]}) == ([], [])
-    model, shape = compare_cards(cfg, tp8, {"baseline": [card()],
-                                            "accelerated": [card(model="other/model", tp=4,
-                                                                 version="0.12")]})
+    assert compare_cards(cfg, tp8, {"baseline": [card()], "accelerated": [card()]}) == []
+    found = compare_cards(cfg, tp8, {"baseline": [card()],
+                                     "accelerated": [card(model="other/model", tp=4,
+                                                          version="0.12")]})
+    model = [p.text for p in found if p.kind is ProblemKind.MODEL]
+    shape = [p.text for p in found if p.kind is ProblemKind.LAYOUT]
     text = " | ".join(model)
     assert "served model differs" in text and "engine version differs" in text
     assert "does not serve Qwen/Qwen2.5-32B-Instruct" in text
     assert any("tp=4" in p for p in shape) and not any("tp=" in p for p in model)
-    _, short = compare_cards(cfg, cfg.layout("TP4x2"),
-                             {"baseline": [card(tp=4)], "accelerated": [card(tp=4)] * 2})
-    assert any("1 instances answered" in p for p in short)
+    short = compare_cards(cfg, cfg.layout("TP4x2"),
+                          {"baseline": [card(tp=4)], "accelerated": [card(tp=4)] * 2})
+    assert [p.kind for p in short] == [ProblemKind.LAYOUT]
+    assert "1 instances answered" in short[0].text
+
+
+def kind(problem: Problem | None) -> ProblemKind | None:
+    return problem.kind if problem is not None else None
 
 
 def rep(evidence: dict[str, Any], ttft: np.ndarray | None = None,
@@ -118,13 +126,13 @@ def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
     assert (honest.tokens, honest.completed, honest.disagree) == (99 * 128, 99, 0)
     inflated = phase_tokens([record(tokens=134)] * 99, 128)
     assert inflated.tokens == honest.tokens and inflated.disagree == 99
-    assert "token counts disagree" in length_problem("accelerated", inflated, 0.01)
-    assert length_problem("baseline", honest, 0.01) == ""
+    assert kind(length_problem("accelerated", inflated, 0.01)) is ProblemKind.TOKENS_DISAGREE
+    assert length_problem("baseline", honest, 0.01) is None
     early = phase_tokens([record(finish="stop", tokens=40)] + [record()] * 63, 128)
     assert early.tokens == 63 * 128
-    assert "output length not fixed" in length_problem("baseline", early, 0.01)
+    assert kind(length_problem("baseline", early, 0.01)) is ProblemKind.LENGTH_NOT_FIXED
     no_usage = phase_tokens([record(usage=False, tokens=None)] * 10, 128)
-    assert "token counts disagree" in length_problem("baseline", no_usage, 0.01)
+    assert kind(length_problem("baseline", no_usage, 0.01)) is ProblemKind.TOKENS_DISAGREE
 
 
 @pytest.mark.parametrize(("acc", "base", "words"), [
@@ -136,7 +144,7 @@ def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
 ])
 def test_evidence_rules(acc: dict[str, Any], base: dict[str, Any], words: str) -> None:
     problem = check_evidence({"accelerated": rep(acc), "baseline": rep(base)}, Evidence())
-    assert (words in problem) if words else problem == ""
+    assert (words in str(problem)) if words else problem is None
 
 
 def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
@@ -144,13 +152,15 @@ def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
             "by_source": {"local_cache_hit": 0.0}, "cold_restart": True}
     failing = rep(good, np.array([1.0] * 97 + [np.inf] * 3))
     pair = {"accelerated": rep(good), "baseline": failing}
-    assert "baseline arm: 3 of 100 requests failed" in check_evidence(pair, Evidence())
+    failed = check_evidence(pair, Evidence())
+    assert kind(failed) is ProblemKind.REQUESTS_FAILED
+    assert "baseline arm: 3 of 100 requests failed" in str(failed)
     warm = {**good, "by_source": {"local_cache_hit": 400.0}}
-    assert "not cold" in check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
-                                        Evidence())
+    assert kind(check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
+                               Evidence())) is ProblemKind.NOT_COLD
     lying = rep(good, np.ones(100), PhaseTokens(128, 100, 100, 100))
-    assert "token counts disagree" in check_evidence(
-        {"accelerated": lying, "baseline": rep(good)}, Evidence())
+    assert kind(check_evidence({"accelerated": lying, "baseline": rep(good)},
+                               Evidence())) is ProblemKind.TOKENS_DISAGREE
     not_restarted = {**good, "cold_restart": False}
-    assert "restart was not cold" in check_evidence(
-        {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence())
+    assert "restart was not cold" in str(check_evidence(
+        {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence()))
