@@ -1,8 +1,7 @@
-"""`python -m harness.sim ...` is `gate sim ...` (what the controller spawns)."""
+"""`python -m harness.sim ...` is `gate sim ...` (what the controller spawns), run by the
+simulator's own command (harness.sim.command) so the engine never imports harness.cli."""
 
-from harness.cli import main
+from harness.sim.command import main
 
 if __name__ == "__main__":
-    import sys
-
-    main(["sim", *sys.argv[1:]])
+    main()

@@ -79,8 +79,8 @@ def preload() -> None:
     import encodings.idna  # noqa: F401  (aiohttp, at the first request)
     import runpy  # noqa: F401
 
-    import harness.cli
-    import harness.cli.sim_cmd
+    import harness.secrets
+    import harness.sim.command
     import harness.sim.run
     import harness.sim.server  # noqa: F401
 

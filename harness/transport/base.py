@@ -43,3 +43,21 @@ class Transport(Protocol):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None: ...
+
+
+@runtime_checkable
+class WrappedTransport(Transport, Protocol):
+    """A Transport that answers some commands itself and hands the rest to `inner` (a
+    registered backend, harness.transport.backends).
+
+    Why a contract of its own: `gate hosts check` must probe the real connection under the
+    wrapper (auth, host key, sudo) and say what answers instead, without knowing which
+    backend it is.
+    """
+
+    inner: Transport
+
+    @property
+    def hardware(self) -> str:
+        """What answers the host's hardware tools, e.g. "simulated (gpu-a100)"."""
+        ...

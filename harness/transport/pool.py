@@ -14,7 +14,13 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.config.inventory import HostSpec, Inventory
-from harness.errors import InventoryError, TransportError
+from harness.errors import TransportError
+from harness.transport.backends import (
+    BackendHost,
+    BackendResolver,
+    registered_backend,
+    with_backends,
+)
 from harness.transport.base import Transport
 from harness.transport.connection import ConnectOptions
 from harness.transport.endpoint import DEFAULT_SSH_CONFIG, resolve
@@ -31,13 +37,15 @@ def connect(spec: HostSpec, *, known_hosts: Path, sudo_password: str | None = No
             ssh_config: Path | None = DEFAULT_SSH_CONFIG,
             user_known_hosts: Path | None = USER_KNOWN_HOSTS,
             keepalive: int = 15, inventory_dir: Path | None = None,
-            on_simulated: Callable[[], None] | None = None) -> Transport:
+            on_simulated: Callable[[], None] | None = None,
+            backends: BackendResolver = registered_backend) -> Transport:
     """A Transport for the host: local for `ansible_connection=local`, else SSH.
 
     The SSH connection opens lazily on the first command. known_hosts is the site file;
     ~/.ssh/known_hosts is consulted first. inventory_hosts lets a ProxyJump hop that is
-    itself an inventory host use that host's user and key. A host with the var
-    `gate_sim_hardware` answers hardware tools from captures (simulated_hardware).
+    itself an inventory host use that host's user and key. A host variable that names a
+    registered backend (e.g. `gate_sim_hardware`: hardware tools answer from captures)
+    wraps the connection in it (harness.transport.backends).
     """
     transport: Transport
     if spec.is_local:
@@ -48,56 +56,29 @@ def connect(spec: HostSpec, *, known_hosts: Path, sudo_password: str | None = No
             known_hosts=KnownHosts(site=known_hosts, user=user_known_hosts),
             connect_timeout=connect_timeout, keepalive=keepalive)
         transport = SSHTransport(endpoint, options, sudo_password=sudo_password)
-    if SIM_HARDWARE_VAR in spec.vars:
-        return simulated_hardware(spec, transport, inventory_dir, on_simulated)
-    return transport
-
-
-SIM_HARDWARE_VAR = "gate_sim_hardware"  # a profile name (harness/sim/hosts)
-SIM_CAPTURES_VAR = "gate_sim_captures"  # a directory of one's own captures (optional)
-
-
-def simulated_hardware(spec: HostSpec, inner: Transport, inventory_dir: Path | None,
-                       on_simulated: Callable[[], None] | None) -> Transport:
-    """Wrap inner so the host's hardware tools answer from its profile's captures.
-
-    An unknown profile or a bad captures directory is a usage error naming the host.
-    """
-    from harness.sim.hosts import load_catalog
-    from harness.transport.simulated import SimulatedHardwareTransport
-
-    name = str(spec.vars[SIM_HARDWARE_VAR])
-    extra = spec.vars.get(SIM_CAPTURES_VAR)
-    extra_dir = None
-    if extra:
-        extra_dir = Path(str(extra)).expanduser()
-        if not extra_dir.is_absolute() and inventory_dir is not None:
-            extra_dir = inventory_dir / extra_dir
-    catalog = load_catalog(extra_dir)
-    profile = catalog.get(name)
-    if profile is None:
-        raise InventoryError(
-            f"host {spec.name}: {SIM_HARDWARE_VAR}={name} is not a simulated hardware profile",
-            hint=f"known: {', '.join(sorted(catalog.profiles))}")
-    return SimulatedHardwareTransport(inner, profile, catalog, on_simulated)
+    host = BackendHost(spec.name, spec.vars, inventory_dir, on_simulated)
+    return with_backends(host, transport, backends)
 
 
 class TransportPool:
     """One Transport per inventory host, created on first use and reused until close().
 
-    on_simulated is called each time a host with simulated hardware answers from a capture.
+    on_simulated is called each time a host with simulated hardware answers from a capture;
+    backends finds the wrapper a host variable asks for (default: the registered ones).
     """
 
     def __init__(self, inventory: Inventory, *, known_hosts: Path,
                  sudo_password: str | None = None, connect_timeout: float = 10,
                  factory: Callable[[HostSpec], Transport] | None = None,
                  max_workers: int = 32,
-                 on_simulated: Callable[[], None] | None = None) -> None:
+                 on_simulated: Callable[[], None] | None = None,
+                 backends: BackendResolver = registered_backend) -> None:
         self.inventory = inventory
         self._factory = factory or (lambda spec: connect(
             spec, known_hosts=known_hosts, sudo_password=sudo_password,
             connect_timeout=connect_timeout, inventory_hosts=inventory.hosts,
-            inventory_dir=inventory.path.parent, on_simulated=on_simulated))
+            inventory_dir=inventory.path.parent, on_simulated=on_simulated,
+            backends=backends))
         self._transports: dict[str, Transport] = {}
         self._lock = threading.Lock()
         self.max_workers = max_workers

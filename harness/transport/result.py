@@ -53,7 +53,7 @@ class CommandResult:
     started: float  # epoch seconds
     duration: float  # seconds
     truncated: bool = False
-    # Answered by a simulated host from a captured output (harness.transport.simulated),
+    # Answered by a simulated host from a captured output (harness.sim.hardware_transport),
     # not by the machine itself; `capture` names the file ("" when it had none).
     simulated: bool = False
     capture: str = ""

@@ -25,12 +25,11 @@ from harness.errors import (
     UnknownHostKeyError,
     UsageError,
 )
-from harness.transport.base import Transport
+from harness.transport.base import Transport, WrappedTransport
 from harness.transport.connection import ConnectOptions, open_connection, open_socket
 from harness.transport.endpoint import DEFAULT_SSH_CONFIG, resolve
 from harness.transport.hostkeys import KnownHosts
 from harness.transport.pool import USER_KNOWN_HOSTS, connect
-from harness.transport.simulated import SimulatedHardwareTransport
 from harness.transport.ssh import SSHTransport
 
 
@@ -105,8 +104,8 @@ def _problem(exc: TransportError) -> str:
 def check_one(spec: HostSpec, transport: Transport, *, sudo_password: bool) -> HostStatus:
     """Probe one host through its Transport; every failure becomes a problem line."""
     status = HostStatus(spec.name, spec.address)
-    if isinstance(transport, SimulatedHardwareTransport):
-        status.hardware = f"simulated ({transport.profile.name})"
+    if isinstance(transport, WrappedTransport):  # probe the real connection underneath
+        status.hardware = transport.hardware
         transport = transport.inner
     if isinstance(transport, SSHTransport):
         try:

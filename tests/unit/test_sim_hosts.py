@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError, InventoryError
+from harness.sim.hardware_transport import SimulatedHardwareTransport
 from harness.sim.hosts import PACKAGED, load_catalog
 from harness.transport import FakeResponse, FakeTransport, LocalTransport
-from harness.transport.simulated import SimulatedHardwareTransport
 
 TEST_CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "simhosts"
 PERMISSIVE = {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause"}

@@ -1,4 +1,4 @@
-"""SimulatedHardwareTransport: a real host whose hardware is simulated.
+"""The simulated lab's transport backend: a real host whose hardware is simulated.
 
 Why a wrapper and not a FakeTransport: a simulated-lab host is a real machine (or a
 network namespace behind a real sshd) that runs the engines, fio and the page-cache drop
@@ -8,6 +8,10 @@ the host's profile (harness.sim.hosts) and everything else goes to the real Tran
 
 Every simulated answer says so (CommandResult.simulated) and calls `on_simulated`, which
 a gate run uses to flag itself simulated: detected from what answered, not from config.
+
+It lives with the simulator and registers itself (entry point `gate_sim_hardware` in the
+`gate.transport_backends` group, pyproject.toml), so harness.transport never imports the
+simulator: a host with `gate_sim_hardware=PROFILE` gets it through `wrap`.
 """
 
 from __future__ import annotations
@@ -18,10 +22,36 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harness.sim.hosts import Catalog, HardwareProfile
+from harness.errors import InventoryError
+from harness.sim.hosts import Catalog, HardwareProfile, load_catalog
 from harness.transport import command
+from harness.transport.backends import BackendHost
 from harness.transport.base import Transport
 from harness.transport.result import CommandResult
+
+SIM_HARDWARE_VAR = "gate_sim_hardware"  # a profile name (harness/sim/hosts); selects wrap()
+SIM_CAPTURES_VAR = "gate_sim_captures"  # a directory of one's own captures (optional)
+
+
+def wrap(host: BackendHost, inner: Transport) -> SimulatedHardwareTransport:
+    """The registered backend: inner, with the hardware of the host's profile simulated.
+
+    An unknown profile or a bad captures directory is a usage error naming the host.
+    """
+    name = str(host.vars[SIM_HARDWARE_VAR])
+    extra = host.vars.get(SIM_CAPTURES_VAR)
+    extra_dir = None
+    if extra:
+        extra_dir = Path(str(extra)).expanduser()
+        if not extra_dir.is_absolute() and host.inventory_dir is not None:
+            extra_dir = host.inventory_dir / extra_dir
+    catalog = load_catalog(extra_dir)
+    profile = catalog.get(name)
+    if profile is None:
+        raise InventoryError(
+            f"host {host.name}: {SIM_HARDWARE_VAR}={name} is not a simulated hardware profile",
+            hint=f"known: {', '.join(sorted(catalog.profiles))}")
+    return SimulatedHardwareTransport(inner, profile, catalog, host.on_simulated)
 
 
 class SimulatedHardwareTransport:
@@ -40,6 +70,11 @@ class SimulatedHardwareTransport:
 
     def __repr__(self) -> str:
         return f"SimulatedHardwareTransport({self.inner!r}, {self.profile.name!r})"
+
+    @property
+    def hardware(self) -> str:
+        """What `gate hosts check` shows for this host (WrappedTransport)."""
+        return f"simulated ({self.profile.name})"
 
     def _simulated(self, argv: tuple[str, ...], rc: int, stdout: str, stderr: str,
                    capture: str | None) -> CommandResult:
