@@ -48,7 +48,12 @@ BackendResolver = Callable[[str], TransportBackend | None]
 
 
 def registered_backend(var: str) -> TransportBackend | None:
-    """The backend registered under the host variable `var`, imported now; None if none."""
+    """The backend registered under the host variable `var`, imported now; None if none.
+    An install that registers no backend at all is broken (an editable install made before
+    the group existed): a simulated host would quietly be taken for real hardware."""
+    if not entry_points(group=GROUP):
+        raise InventoryError(f"a host sets {var}, and this install of gate registers no "
+                             f"transport backends", hint="reinstall gate: ./scripts/setup.sh")
     for point in entry_points(group=GROUP, name=var):
         backend = point.load()
         if not callable(backend):

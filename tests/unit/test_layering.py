@@ -64,18 +64,6 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
 # The store is the only door to the gate's database: its libraries are imported there only.
 STORE, STORE_ONLY = "harness.store", ("sqlalchemy", "alembic")
 
-# Violations of today's code that other parts of issue 13 are removing. The test fails when
-# one disappears, so that its entry is removed with the fix (importer, imported).
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
-    ("harness.demo", "harness.cli.run_cmd"),  # campaign workflow: _progress_printer
-    ("harness.gates.g3_main.conftest", "harness.store.runs"),  # store door: the recorder
-    ("harness.gates.g3_main.conftest", "harness.store.writer"),
-    ("harness.report.frames", "sqlalchemy"),  # store door: frames from store queries
-    ("harness.report.copy_rows", "sqlalchemy"),
-    ("harness.report.api", "sqlalchemy.engine"),
-})
-
-
 def _module_name(path: Path) -> str:
     """gates/ installs as harness.gates (pyproject.toml package-dir)."""
     parts = list(path.relative_to(REPO).with_suffix("").parts)
@@ -197,14 +185,8 @@ def test_every_module_has_a_layer(edges: list[Edge]) -> None:
 
 
 def test_imports_point_down_the_layers(edges: list[Edge]) -> None:
-    new = {k: v for k, v in _violations(edges).items() if k not in KNOWN_VIOLATIONS}
-    assert not new, "imports against the layers:\n" + "\n".join(sorted(new.values()))
-
-
-def test_known_violations_are_still_there(edges: list[Edge]) -> None:
-    """When a known violation is fixed, remove it from KNOWN_VIOLATIONS."""
-    gone = KNOWN_VIOLATIONS - set(_violations(edges))
-    assert not gone, f"fixed (remove from KNOWN_VIOLATIONS): {sorted(gone)}"
+    found = _violations(edges)
+    assert not found, "imports against the layers:\n" + "\n".join(sorted(found.values()))
 
 
 @pytest.mark.parametrize(("importer", "imported", "allowed"), [
