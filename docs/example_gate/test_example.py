@@ -32,7 +32,8 @@ def test_gpus_as_ordered(host: Transport, check: CheckRecorder) -> None:
     suite's own code is a measured miss. A command that cannot run is ERROR instead
     (.check raises an infrastructure error)."""
     out = host.run(["nvidia-smi", "-q", "-x"], timeout=30).check("nvidia-smi").stdout
-    count = len(re.findall(r"<gpu id=", out))
+    found = re.search(r"<attached_gpus>(\d+)</attached_gpus>", out)
+    count = int(found.group(1)) if found else 0
     check.expect(f">= {EXPECTED_GPUS} GPUs")
     check.measure(count)
     assert count >= EXPECTED_GPUS, f"{count} GPUs, {EXPECTED_GPUS} ordered"

@@ -85,40 +85,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: GateErrors become one line + their exit code; anything else is
-    a bug in gate, one line and exit 3 (ERROR: nothing was decided), never Python's exit 1,
-    which would read as STOP-LOSS. --debug adds the traceback, not another exit code."""
-    from harness.errors import EXIT_ERROR, EXIT_USAGE, GateError
+    """Console entry point (harness/entry.py: one line and an exit code per outcome)."""
+    from harness.cli.context import worded
+    from harness.entry import run_command
 
-    args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
-    try:
-        return cli.main(args=args, prog_name="gate", standalone_mode=False)
-    except GateError as exc:
-        _traceback(debug)
-        from harness.cli.context import worded
-
-        click.echo(f"gate: error: {worded(exc).one_line()}", err=True)
-        sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("gate: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # a bug: say so in one line, exit ERROR
-        _traceback(debug)
-        text = " ".join(str(exc).split()) or "(no message)"
-        more = "" if debug else "; rerun with --debug for the traceback"
-        click.echo(f"gate: internal error: {type(exc).__name__}: {text} (a bug in gate{more})",
-                   err=True)
-        sys.exit(EXIT_ERROR)
-
-
-def _traceback(debug: bool) -> None:
-    if debug:
-        import traceback
-
-        traceback.print_exc()
+    return run_command(cli, sys.argv[1:] if argv is None else argv, "gate", worded=worded)

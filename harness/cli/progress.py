@@ -12,11 +12,13 @@ def check_printer() -> Progress:
     console = stderr_console()
 
     def show(name: str, host: str | None, verdict: str, message: str) -> None:
+        from rich.markup import escape
+
         word = str(getattr(verdict, "value", verdict))
-        where = f" [{host}]" if host else ""
+        where = f" [{host}]" if host else ""  # square brackets: escaped, not markup
         tail = f" - {message[:160]}" if message and word != "PASS" else ""
-        console.print(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {name}{where}{tail}",
-                      highlight=False, markup=True)
+        console.print(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] "
+                      f"{escape(name + where + tail)}", highlight=False, markup=True)
 
     return show
 

@@ -140,7 +140,7 @@ class G3Session:
             try:
                 eps = endpoints(self.config, self.gate.inventory, arm, layout)
                 infos = [asyncio.run(probe(ep.url)) for ep in eps]
-                cards[arm] = [card(info) for info in infos]
+                cards[arm] = [model_card(info) for info in infos]
                 for ep, info, card in zip(eps, infos, cards[arm], strict=True):
                     store_runs.add_host_fact(
                         self.gate.store, self.gate.run_id, host=ep.host,
@@ -320,7 +320,7 @@ def _mapping(value: object) -> dict[str, object]:
     return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def card(info: ServerInfo) -> Card:
+def model_card(info: ServerInfo) -> Card:
     """What an engine says it serves, as preflight compares it."""
     raw = _mapping(info.raw)
     sim = _mapping(raw.get("gate_sim"))

@@ -10,7 +10,7 @@ from harness.report import fmt
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Table
-from harness.report.redact import redact, redact_args
+from harness.report.redact import redact, redact_args, redact_overrides
 
 MAX_FACTS = 400
 DEFINITIONS = ("ttft", "ttft_text", "tpot", "e2el", "throughput", "drop", "gain", "ci",
@@ -54,7 +54,8 @@ def run_appendix(f: RunFrames) -> RunAppendix:
         finished=fmt.when(r.finished_at), config_hash=r.config_hash or "—",
         config_json=json.dumps(redact(r.config_json), indent=2, sort_keys=True,
                                ensure_ascii=False, default=str),
-        args=" ".join(redact_args(r.args)) or "—")
+        args=" ".join(redact_args(r.args)) or "—", uid=r.uid,
+        overrides=" ".join(f"--set {o}" for o in redact_overrides(r.overrides)))
 
 
 def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,

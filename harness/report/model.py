@@ -90,6 +90,7 @@ class RunSettings(Frozen):
     run_id: int
     gate: str
     changes: list[SettingChange] = []  # weakened first; empty: every setting is the default
+    overrides: list[str] = []  # `--set key=value` given on the command line
 
 
 class ArmDifference(Frozen):
@@ -204,6 +205,8 @@ class RunAppendix(Frozen):
     config_hash: str
     config_json: str  # pretty JSON, secrets redacted
     args: str
+    uid: str = ""
+    overrides: str = ""  # `--set` options, "" when none
 
 
 class Appendix(Frozen):

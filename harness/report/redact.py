@@ -28,6 +28,16 @@ def redact_text(text: str) -> str:
     return _URL_CRED.sub(lambda m: m.group("head") + REDACTED + "@", text)
 
 
+def redact_overrides(items: list[str]) -> list[str]:
+    """`--set key=value` items: a secret-looking key keeps its name and loses its value."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        out.append(f"{key}={REDACTED}" if sep and is_secret_key(key) and value
+                   else redact_text(item))
+    return out
+
+
 def redact(value: Any) -> Any:
     """A copy of a JSON-like value with secret keys' values replaced."""
     if isinstance(value, dict):

@@ -47,40 +47,9 @@ def sim(ctx: click.Context, url_file: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m harness.sim ARGV`, answering as `gate sim ARGV` does: GateErrors are one
-    line and their exit code, click's usage errors exit 4, anything else is a bug in gate
-    (one line, exit 3; --debug adds the traceback)."""
-    from harness.errors import EXIT_ERROR, EXIT_USAGE, GateError
+    """`python -m harness.sim ARGV`, answering as `gate sim ARGV` does (harness/entry.py)."""
+    from harness.entry import run_command
     from harness.secrets import take_sudo_password
 
-    args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
     take_sudo_password()  # as gate does first: no child of the engine inherits it
-    try:
-        sim.main(args=args, prog_name=PROG, standalone_mode=False)
-    except GateError as exc:
-        _traceback(debug)
-        click.echo(f"gate: error: {exc.one_line()}", err=True)
-        sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("gate: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # a bug: say so in one line, exit ERROR
-        _traceback(debug)
-        text = " ".join(str(exc).split()) or "(no message)"
-        more = "" if debug else "; rerun with --debug for the traceback"
-        click.echo(f"gate: internal error: {type(exc).__name__}: {text} (a bug in gate{more})",
-                   err=True)
-        sys.exit(EXIT_ERROR)
-
-
-def _traceback(debug: bool) -> None:
-    if debug:
-        import traceback
-
-        traceback.print_exc()
+    run_command(sim, sys.argv[1:] if argv is None else argv, PROG)

@@ -43,6 +43,7 @@ class RunInfo:
     """One run row plus its campaign and site, and what the run counts as."""
 
     id: int
+    uid: str  # unique across stores and sites
     gate: str | None
     kind: str
     status: str
@@ -63,6 +64,7 @@ class RunInfo:
     operator: str
     hosts: list[Any]
     args: list[Any]
+    overrides: list[str]  # `--set key=value` given on the command line
     hostname: str
     artifact_dir: str
     started_at: float
@@ -128,7 +130,8 @@ def run_info(store: Store, run_id: int) -> RunInfo:
             SignoffRow.run_id == run_id, SignoffRow.role == "reviewer",
             SignoffRow.at >= row.finished_at)).first() is not None
     return RunInfo(
-        id=row.id, gate=row.gate, kind=row.kind, status=row.status, verdict=row.verdict,
+        id=row.id, uid=row.uid, gate=row.gate, kind=row.kind, status=row.status,
+        verdict=row.verdict,
         effective=store_runs.effective_verdict(store, row), signed=signed,
         reason=row.reason or "", partial=bool(row.partial),
         checks_selected=row.checks_selected or 0, checks_total=row.checks_total or 0,
@@ -136,7 +139,8 @@ def run_info(store: Store, run_id: int) -> RunInfo:
         simulated=bool(row.simulated), config_hash=row.config_hash or "",
         config_json=dict(row.config_json or {}), harness_version=row.harness_version or "",
         operator=row.operator or "", hosts=list(row.hosts or []), args=list(row.args or []),
-        hostname=row.hostname or "", artifact_dir=row.artifact_dir or "",
+        overrides=[str(o) for o in row.overrides or []], hostname=row.hostname or "",
+        artifact_dir=row.artifact_dir or "",
         started_at=row.started_at, finished_at=row.finished_at, heartbeat_at=row.heartbeat_at,
         campaign=str(campaign), site=str(site), customer=str(customer or ""),
     )

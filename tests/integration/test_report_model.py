@@ -219,6 +219,12 @@ def test_weakened_signed_run_reads_pass_signed_for_its_weaker_settings(
         ("gates.g3.evidence.min_external_hit_share", "0.4", "0.5", True),
         ("gates.g3.bootstrap", "4000", "2000", False)]
     assert settings.changes[0].why == "confidence of the decision's intervals"
+    # What was set on the command line is named, a secret's value never.
+    assert settings.overrides == ["gates.g3.bootstrap=4000", "site.hf_token=***redacted***"]
+    (appendix,) = [a for a in rep.appendix.runs if a.run_id == rid]
+    assert appendix.overrides == ("--set gates.g3.bootstrap=4000 "
+                                  "--set site.hf_token=***redacted***")
+    assert len(appendix.uid) == 32
     zh = run_report(store, rid, "zh")
     assert zh.badges[2].word == "通过，已签核 (PASS, signed)"
     assert zh.settings[0].changes[0].why == "判定区间的置信水平"

@@ -87,12 +87,13 @@ class Filled:
 def new_run(store: Store, gate: str, *, campaign: str = "acme-2026q1", site: str = "acme-sh",
             customer: str = "ACME", simulated: bool = False, forced: bool = False,
             operator: str = "Zhang San", config: dict[str, object] | None = None,
-            hosts: tuple[str, ...] = ("gpu1", "st1"), suite: str = "") -> int:
+            hosts: tuple[str, ...] = ("gpu1", "st1"), suite: str = "",
+            overrides: tuple[str, ...] = ()) -> int:
     return runs.start_run(store, runs.NewRun(
         campaign=campaign, site=site, customer=customer, kind="gate", gate=gate, forced=forced,
         simulated=simulated, operator=operator, config_json=dict(config or G3_CONFIG),
         config_hash="ab" * 32, hosts=hosts, args=("--db", "x.db", "--token=abc123"),
-        suite=suite))
+        suite=suite, overrides=overrides))
 
 
 def add_checks(store: Store, run_id: int, rows: list[tuple[str, str, str, str, str]]) -> None:
@@ -239,12 +240,13 @@ def g3_run(store: Store, plans: list[CellPlan], *, signed: bool = False,
            with_series: bool = True, config: dict[str, object] | None = None,
            engines: dict[str, dict[str, list[dict[str, str]]]] | None = None,
            extra_checks: list[tuple[str, str, str, str, str]] | None = None,
-           signer: Signer | None = None) -> tuple[int, list[dict[str, object]]]:
+           signer: Signer | None = None,
+           overrides: tuple[str, ...] = ()) -> tuple[int, list[dict[str, object]]]:
     """A G3 run; `engines` (layout -> arm -> facts per instance) are recorded as the gate
     records them after start; with `config` weaker than the defaults, a PASS (or an
     above-band result) is stored INCONCLUSIVE needing a sign-off, as the runner does."""
     rid = new_run(store, "G3", campaign=campaign, site=site, customer=customer,
-                  simulated=simulated, forced=forced, config=config)
+                  simulated=simulated, forced=forced, config=config, overrides=overrides)
     add_checks(store, rid, [("same model on both arms", "gpu1", "PASS", "Qwen2.5-32B",
                              "Qwen2.5-32B"), ("external cache counters exposed", "gpu1",
                                               "PASS", "lmcache:*", "present"),
@@ -395,7 +397,9 @@ def attempts(store: Store, name: str = "attempts-1") -> dict[str, int]:
                            cmp.summary())])
         clock.advance(DAY)
         ids["weakened"], _ = g3_run(store, PASS_PLANS, campaign=name, config=WEAK_CONFIG,
-                                    engines=arm_engines(LAYOUTS))
+                                    engines=arm_engines(LAYOUTS),
+                                    overrides=("gates.g3.bootstrap=4000",
+                                               "site.hf_token=hf_s3cret"))
         clock.advance(3600)
         REVIEWER.sign(store, ids["weakened"])
         clock.advance(DAY)

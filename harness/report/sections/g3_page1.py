@@ -28,6 +28,7 @@ from harness.report.model import (
     RunSettings,
     SettingChange,
 )
+from harness.report.redact import redact_overrides
 from harness.verdict import SIGNOFF_REASON
 
 ARMS = ("baseline", "accelerated")
@@ -70,7 +71,8 @@ def settings(run: RunInfo, t: Translator) -> RunSettings:
     changes = [SettingChange(key=d.key, value=d.value, default=d.default,
                              why=_why(d, run.config_json, t), weakened=d.weakened)
                for d in sorted(devs, key=lambda d: not d.weakened)]
-    return RunSettings(run_id=run.id, gate=run.gate or "G3", changes=changes)
+    return RunSettings(run_id=run.id, gate=run.gate or "G3", changes=changes,
+                       overrides=redact_overrides(run.overrides))
 
 
 def weakened_text(run: RunInfo, t: Translator) -> str:
