@@ -202,6 +202,10 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
     site = write_site(out, scenario, speed)
     say(f"[bold]gate demo[/] ({scenario}) in {site.root}")
     loaded = load_config(site.config, overrides)
+    if loaded.overrides:
+        from rich.markup import escape
+
+        say(escape("--set " + ", ".join(loaded.overrides)))
     store = Store(site.db_url)
     spawner = _start_spawner(site.root, say)
     try:

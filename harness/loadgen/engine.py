@@ -333,6 +333,16 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
                        params=params, monotonic_start=phase.t0, timed_out=timed_out)
 
 
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's loop when installed (a phase's client does less per chunk), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def run_phase(endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,
               concurrency: int, api: Api = "completions", rate: float | None = None,
               arrival: Arrival = "poisson", burstiness: float = 1.0, seed: int = 0,
@@ -344,14 +354,7 @@ def run_phase(endpoints: Sequence[Endpoint], specs: Sequence[RequestSpec], *,
     when `rate` is None; open loop at `rate` req/s capped at `concurrency` otherwise.
     Request i goes to endpoints[doc_id % n] (spec index when doc_id < 0), so a document
     warmed on instance k is measured on instance k."""
-    factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
-    try:
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    except ImportError:
-        pass
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(run_phase_async(
             endpoints, specs, concurrency=concurrency, api=api, rate=rate, arrival=arrival,
             burstiness=burstiness, seed=seed, timeout=timeout, warmup=warmup,

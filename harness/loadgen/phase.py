@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol
 
@@ -137,14 +137,7 @@ class InProcessExecutor:
     lag_interval: float = 0.01
 
     def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None) -> PhaseOutcome:
-        factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
-        try:
-            import uvloop
-
-            factory = uvloop.new_event_loop
-        except ImportError:
-            pass
-        with asyncio.Runner(loop_factory=factory) as runner:
+        with asyncio.Runner(loop_factory=engine.loop_factory()) as runner:
             return runner.run(self.run_async(spec, on_batch))
 
     async def run_async(self, spec: PhaseSpec, on_batch: OnBatch | None = None
