@@ -24,8 +24,9 @@ from harness.errors import EndpointError, InfrastructureError, MeasurementError
 from harness.g3.arms import ArmControl, Endpoint, endpoints, wait_healthy
 from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
-from harness.g3.identity import ArmComparison, compare_arms
+from harness.g3.identity import compare_arms
 from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
+from harness.g3.preflight import Preflight, exposes_external, model_card
 from harness.g3.problems import Problem, ProblemKind
 from harness.g3.records import (
     ArmRep,
@@ -45,16 +46,17 @@ from harness.g3.rules import (
 )
 from harness.loadgen import storage
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
-from harness.loadgen.probe import ServerInfo
 from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
-from harness.probes.prometheus import MetricsSnapshot
 from harness.stats.model import CellDecision
-from harness.store import Store
+from harness.store import Store, writer
 from harness.store import runs as store_runs
 from harness.transport import Transport
+
+# How many times a disturbed pair is measured again before the cell gives up on it.
+REMEASURES = 2
 
 
 class GateRun(Protocol):
@@ -69,29 +71,6 @@ class GateRun(Protocol):
     @property
     def inventory(self) -> Inventory: ...
     def mark_simulated(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """What one layout's arms serve and run, read before anything is measured."""
-
-    layout: str
-    cards: dict[str, list[Card]]  # arm -> model card per instance
-    card_problems: list[Problem]  # MODEL (served model, max_model_len, version), LAYOUT
-    identity: ArmComparison  # the engines' argv / environment / server config
-    unreadable: list[str]  # engines whose process could not be read
-    accelerated_exposes_external: bool
-
-    def of(self, kind: ProblemKind) -> list[Problem]:
-        return [p for p in self.problems if p.kind is kind]
-
-    @property
-    def problems(self) -> list[Problem]:
-        """Everything that keeps the layout's arms from being compared."""
-        differ = [Problem(ProblemKind.ENGINES_DIFFER, self.identity.summary())] \
-            if not self.identity.equal else []
-        unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u) for u in self.unreadable]
-        return [*self.card_problems, *differ, *unverified]
 
 
 @dataclass
@@ -151,7 +130,7 @@ class G3Session:
                     self.gate.mark_simulated()
                 if arm == "accelerated":
                     snaps = scrape_all([ep.url for ep in eps], scrape)
-                    exposes = all(_exposes_external(s) for s in snaps)
+                    exposes = all(exposes_external(s) for s in snaps)
             finally:
                 self.stop(arm, layout)
         result = Preflight(layout.name, cards, compare_cards(self.config, layout, cards),
@@ -256,6 +235,32 @@ class G3Session:
                             self.config.arms.accelerated.differs_by)
         return None if diff.equal else Problem(ProblemKind.ENGINES_DIFFER, diff.summary())
 
+    def _measure_pair(self, cell: Cell, rep: int) -> dict[str, ArmRep]:
+        """Both arms of one repetition, in the pair's ABBA order. A pair whose load client
+        or simulated engine was disturbed (a stall of either arm's phase: phase health) is
+        measured again, up to REMEASURES times, its phases kept on record as SUPERSEDED:
+        the decision never sees a disturbed phase, and both arms are treated alike (a
+        stall on the baseline would inflate the gain, on the accelerated arm hide it).
+        A pair still disturbed after that is returned as it is and makes the cell
+        INCONCLUSIVE "client saturated" (rules.check_evidence)."""
+        order = pair_order(self.config.gates.g3.seed, cell.key, rep)
+        for attempt in range(REMEASURES + 1):
+            workload: Workload | None = None
+            pair: dict[str, ArmRep] = {}
+            for arm in order:
+                pair[arm], workload = self.run_arm(cell, rep, arm, workload)
+            disturbed = [f"{arm}: {pair[arm].saturation}" for arm in order
+                         if pair[arm].saturation]
+            if not disturbed or attempt == REMEASURES:
+                return pair
+            writer.supersede_pair(self.gate.store, self.gate.run_id, cell.layout.name,
+                                  cell.tier, rep)
+            store_runs.add_event(self.gate.store, self.gate.run_id, source="harness",
+                                 name=f"{cell.key} repetition {rep + 1} measured again",
+                                 host=None, status="changed",
+                                 message="disturbed: " + "; ".join(disturbed))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def run_cell(self, cell: Cell) -> tuple[CellDecision | None, Problem | None]:
         """(decision, problem): the decision at the last look reached (None before the
         first), and why the cell cannot be decided (INCONCLUSIVE) or None. Arms that
@@ -278,11 +283,7 @@ class G3Session:
         problem: Problem | None = None
         for rep in range(g3.repetitions.max):
             if rep not in done:
-                workload: Workload | None = None
-                pair: dict[str, ArmRep] = {}
-                for arm in pair_order(g3.seed, cell.key, rep):
-                    pair[arm], workload = self.run_arm(cell, rep, arm, workload)
-                done[rep] = pair
+                done[rep] = self._measure_pair(cell, rep)
             differ = self._pair_identity(done[rep])
             if differ is not None:
                 if decision is not None:
@@ -314,26 +315,6 @@ class G3Session:
     def store_cell(self, cell: Cell, d: CellDecision, reps: list[dict[str, ArmRep]],
                    override: str = "") -> None:
         store_cell(self.gate.store, self.gate.run_id, self.config, cell, d, reps, override)
-
-
-def _mapping(value: object) -> dict[str, object]:
-    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def model_card(info: ServerInfo) -> Card:
-    """What an engine says it serves, as preflight compares it."""
-    raw = _mapping(info.raw)
-    sim = _mapping(raw.get("gate_sim"))
-    tp = sim.get("tp", _mapping(raw.get("parallel_config")).get("tensor_parallel_size"))
-    return {"models": list(info.models), "model": info.models[0] if info.models else None,
-            "max_model_len": info.max_model_len, "version": info.version,
-            "tp": int(tp) if isinstance(tp, int | float | str) else None,
-            "simulated": bool(sim.get("simulated"))}
-
-
-def _exposes_external(snapshot: MetricsSnapshot) -> bool:
-    return any(n.startswith(("vllm:external_prefix_cache", "lmcache:"))
-               for n in snapshot.names())
 
 
 def _load_endpoints(eps: Sequence[Endpoint], model: str) -> list[LoadEndpoint]:

@@ -136,6 +136,21 @@ def cells(store: Store, run_id: int) -> list[CellRow]:
                               .order_by(CellRow.layout, CellRow.tier)))
 
 
+def supersede_pair(store: Store, run_id: int, layout: str, tier: int, repetition: int) -> int:
+    """A repetition measured again (its phases were disturbed): every phase it stored so
+    far is marked replaced, kept for the record and out of every count."""
+    with store.session() as s:
+        marked = 0
+        for b in s.scalars(select(BenchmarkRow).where(
+                BenchmarkRow.run_id == run_id, BenchmarkRow.layout == layout,
+                BenchmarkRow.tier == tier, BenchmarkRow.repetition == repetition)):
+            new = {"RUNNING": "INTERRUPTED", "FINISHED": "SUPERSEDED"}.get(b.status)
+            if new is not None:
+                b.status = new
+                marked += 1
+        return marked
+
+
 def supersede_unpaired(store: Store, run_id: int) -> int:
     """Before a resume: the phases of every repetition whose two measured phases did not
     both finish are marked replaced (RUNNING -> INTERRUPTED, FINISHED -> SUPERSEDED), since

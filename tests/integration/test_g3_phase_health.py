@@ -79,6 +79,12 @@ def test_a_saturated_client_makes_the_cell_inconclusive(site: Site) -> None:
     health = [json.loads(str(s[0]))["health"] for s in site.query(
         "SELECT summary FROM benchmark WHERE phase='measured' AND status='FINISHED'")]
     assert len(health) == 2 and all(h["saturated"] for h in health)
+    # The disturbed pair was measured again twice before the cell gave up; the earlier
+    # attempts stay on record, out of every count.
+    assert site.query("SELECT count(*) FROM benchmark WHERE phase='measured' "
+                      "AND status='SUPERSEDED'") == [(4,)]
+    again = site.query("SELECT name FROM event WHERE name LIKE '%measured again'")
+    assert len(again) == 2
 
 
 def test_a_phase_past_phase_timeout_is_error_and_keeps_its_requests(site: Site) -> None:

@@ -1,0 +1,57 @@
+"""What preflight reads of each layout's arms before anything is measured: the model
+cards the servers report, and what keeps the arms from being compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.g3.identity import ArmComparison
+from harness.g3.problems import Problem, ProblemKind
+from harness.g3.rules import Card
+from harness.loadgen.probe import ServerInfo
+from harness.probes.prometheus import MetricsSnapshot
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What one layout's arms serve and run, read before anything is measured."""
+
+    layout: str
+    cards: dict[str, list[Card]]  # arm -> model card per instance
+    card_problems: list[Problem]  # MODEL (served model, max_model_len, version), LAYOUT
+    identity: ArmComparison  # the engines' argv / environment / server config
+    unreadable: list[str]  # engines whose process could not be read
+    accelerated_exposes_external: bool
+
+    def of(self, kind: ProblemKind) -> list[Problem]:
+        return [p for p in self.problems if p.kind is kind]
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Everything that keeps the layout's arms from being compared."""
+        differ = [Problem(ProblemKind.ENGINES_DIFFER, self.identity.summary())] \
+            if not self.identity.equal else []
+        unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u) for u in self.unreadable]
+        return [*self.card_problems, *differ, *unverified]
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def model_card(info: ServerInfo) -> Card:
+    """What an engine says it serves, as preflight compares it."""
+    raw = _mapping(info.raw)
+    sim = _mapping(raw.get("gate_sim"))
+    tp = sim.get("tp", _mapping(raw.get("parallel_config")).get("tensor_parallel_size"))
+    return {"models": list(info.models), "model": info.models[0] if info.models else None,
+            "max_model_len": info.max_model_len, "version": info.version,
+            "tp": int(tp) if isinstance(tp, int | float | str) else None,
+            "simulated": bool(sim.get("simulated"))}
+
+
+def exposes_external(snapshot: MetricsSnapshot) -> bool:
+    return any(n.startswith(("vllm:external_prefix_cache", "lmcache:"))
+               for n in snapshot.names())
+
+
