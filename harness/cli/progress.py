@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from harness.cli.common import stderr_console
-from harness.runner import Progress, RunOutcome
+
+if TYPE_CHECKING:  # the runner imports pytest: `gate run --help` must not
+    from harness.runner import Progress, RunOutcome
 
 COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
 
