@@ -14,7 +14,6 @@ every earlier attempt of the gate shows in `gate status` (10).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -25,73 +24,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from g3_site import Site, one_cell_site
 from gate_testing import GATE
-
-from harness.demo import SPAWNER_SOCKET, write_site
-from harness.sim.spawn_client import start_spawner, stop_spawner
 
 pytestmark = pytest.mark.slow
 
 SECRET = "sudo-pw-must-not-leak-4711"
 
 
-class Site:
-    """A one-cell simulated site with its own store and engine spawner."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.config = root / "gate.yaml"
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("GATE_DB", "GATE_CONFIG")}
-        return {**env, "GATE_DB": f"sqlite:///{self.root / 'gate.db'}", **extra}
-
-    def gate(self, *args: str, timeout: float = 600,
-             **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*GATE, *args], cwd=self.root, env=self.env(**env),
-                              capture_output=True, text=True, timeout=timeout)
-
-    def edit(self, change: dict[str, object]) -> None:
-        """Merge `change` into gate.yaml (nested dicts merge, other values replace)."""
-        cfg = yaml.safe_load(self.config.read_text())
-
-        def merge(into: dict[str, object], more: dict[str, object]) -> None:
-            for k, v in more.items():
-                if isinstance(v, dict) and isinstance(into.get(k), dict):
-                    merge(into[k], v)  # type: ignore[arg-type]
-                else:
-                    into[k] = v
-
-        merge(cfg, change)
-        self.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-
-    def arm(self, name: str) -> dict[str, object]:
-        return dict(yaml.safe_load(self.config.read_text())["arms"][name])
-
-    def query(self, sql: str) -> list[tuple[object, ...]]:
-        with sqlite3.connect(self.root / "gate.db") as conn:
-            return list(conn.execute(sql))
-
-    def run_json(self, run_id: int) -> dict[str, object]:
-        out = self.gate("runs", "show", str(run_id), "--json")
-        assert out.returncode == 0, out.stderr
-        return dict(json.loads(out.stdout))
-
-
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Site]:
-    made = write_site(tmp_path, "default")
-    s = Site(made.root)
-    s.edit({"gates": {"g3": {"tiers": [4], "layouts": ["TP8"],
-                             "repetitions": {"min": 3, "max": 5}}}})
-    start_spawner(made.root / SPAWNER_SOCKET, made.root / "spawner.log", idle_exit=600)
-    try:
-        yield s
-    finally:
-        from harness.demo import _stop_leftovers
-
-        _stop_leftovers(made.root)
-        stop_spawner(made.root / SPAWNER_SOCKET)
+    with one_cell_site(tmp_path) as made:
+        yield made
 
 
 def engines_alive(site: Site) -> list[int]:

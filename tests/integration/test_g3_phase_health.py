@@ -5,72 +5,33 @@ saturated"), a phase past gates.g3.phase_timeout is ERROR with what it measured 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from gate_testing import GATE
-
-from harness.demo import SPAWNER_SOCKET, write_site
-from harness.sim.spawn_client import start_spawner, stop_spawner
+from g3_site import Site, one_cell_site
 
 pytestmark = pytest.mark.slow
 
 
-class Site:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.config = root / "gate.yaml"
-
-    def gate(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("GATE_DB", "GATE_CONFIG")}
-        env["GATE_DB"] = f"sqlite:///{self.root / 'gate.db'}"
-        return subprocess.run([*GATE, *args], cwd=self.root, env=env, capture_output=True,
-                              text=True, timeout=600)
-
-    def edit(self, g3: dict[str, object], load: dict[str, object] | None = None) -> None:
-        cfg = yaml.safe_load(self.config.read_text())
-        cfg["gates"]["g3"].update(g3)
-        if load is not None:
-            cfg.setdefault("load", {}).update(load)
-        self.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-
-    def query(self, sql: str) -> list[tuple[object, ...]]:
-        with sqlite3.connect(self.root / "gate.db") as conn:
-            return list(conn.execute(sql))
-
-    def cell_check(self) -> dict[str, object]:
-        out = self.gate("runs", "show", "1", "--json")
-        assert out.returncode == 0, out.stderr
-        return dict(next(c for c in json.loads(out.stdout)["checks"]
-                         if c["name"] == "test_cell"))
-
-
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Site]:
-    made = write_site(tmp_path, "default")
-    s = Site(made.root)
-    s.edit({"tiers": [4], "layouts": ["TP8"], "repetitions": {"min": 3, "max": 5}})
-    start_spawner(made.root / SPAWNER_SOCKET, made.root / "spawner.log", idle_exit=600)
-    try:
-        yield s
-    finally:
-        from harness.demo import _stop_leftovers
+    with one_cell_site(tmp_path) as made:
+        yield made
 
-        _stop_leftovers(made.root)
-        stop_spawner(made.root / SPAWNER_SOCKET)
+
+def cell_check(site: Site) -> dict[str, object]:
+    checks = site.run_json(1)["checks"]
+    assert isinstance(checks, list)
+    return dict(next(c for c in checks if c["name"] == "test_cell"))
 
 
 def test_a_saturated_client_makes_the_cell_inconclusive(site: Site) -> None:
     """A loop-lag bound no client can meet stands for a starved load generator."""
-    site.edit({}, load={"health": {"max_loop_lag_p99_ms": 0.000001}})
+    site.edit({"load": {"health": {"max_loop_lag_p99_ms": 0.000001}}})
     out = site.gate("run", "G3", "--force")
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]
-    cell = site.cell_check()
+    cell = cell_check(site)
     assert cell["outcome"] == "INCONCLUSIVE"
     assert str(cell["message"]).startswith("client saturated: event-loop lag p99 ")
     # decided at the first pair: no ratio was computed from a starved phase
@@ -88,10 +49,10 @@ def test_a_saturated_client_makes_the_cell_inconclusive(site: Site) -> None:
 
 
 def test_a_phase_past_phase_timeout_is_error_and_keeps_its_requests(site: Site) -> None:
-    site.edit({"phase_timeout": 0.05})
+    site.edit({"gates": {"g3": {"phase_timeout": 0.05}}})
     out = site.gate("run", "G3", "--force")
     assert out.returncode == 3, out.stdout + out.stderr[-2000:]
-    cell = site.cell_check()
+    cell = cell_check(site)
     assert cell["outcome"] == "ERROR" and "phase_timeout" in str(cell["message"])
     (bid, summary), = site.query("SELECT id, summary FROM benchmark WHERE status='TIMEOUT'")
     assert "phase_timeout (0.05 s) reached" in json.loads(str(summary))["stopped"]
