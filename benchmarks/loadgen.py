@@ -91,7 +91,7 @@ def engine(url: str, c: int, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         store = Store(f"sqlite:///{d}/bench.db")
         run_id = start_run(store, NewRun(campaign="b", site="b", customer="", kind="bench"))
-        sink = storage.begin(store, run_id, storage.PhaseKey(), params={}).sink
+        sink = storage.PhaseWriter(store, run_id, storage.PhaseKey(), params={}).sink
         c0 = cpu()
         res = run_phase(ep, specs, concurrency=c, progress=False, on_batch=sink)
         used = cpu() - c0

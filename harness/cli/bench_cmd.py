@@ -162,7 +162,7 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
     failed: the run is ERROR, exit 3."""
     from harness.errors import EXIT_ERROR, UsageError
     from harness.loadgen.bench import left_running
-    from harness.loadgen.storage import PhaseKey, begin
+    from harness.loadgen.storage import PhaseKey, PhaseWriter
     from harness.loadgen.vllm_import import benchmark_params, import_outcome, parse_vllm_bench
     from harness.store.db import Store
     from harness.store.runs import NewRun, add_artifact, finish_run, start_run
@@ -189,7 +189,7 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
                 key = PhaseKey(tier=int(conc) if isinstance(conc, int) else 0,
                                repetition=int(r.scalars.get("run_number", r.index) or 0),
                                driver="vllm-bench")
-                phase = begin(store, run_id, key, params=benchmark_params(r))
+                phase = PhaseWriter(store, run_id, key, params=benchmark_params(r))
                 bid = phase.benchmark_id
                 if r.records:
                     phase.sink(r.records)

@@ -174,7 +174,7 @@ class G3Session:
             specs = list(docs.specs)
 
             def begin(phase: str) -> PhaseWriter:
-                return storage.begin(store, run_id,
+                return storage.PhaseWriter(store, run_id,
                                      PhaseKey(arm, layout.name, cell.tier, rep, phase),
                                      params=phase_params(specs, urls, cfg, docs))
 

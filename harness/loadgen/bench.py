@@ -176,7 +176,7 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
                          burstiness=o.burstiness, warmup=o.warmup, duration=o.duration,
                          seed=o.seed, timeout=o.timeout, api=o.api, slo=o.slo or None,
                          tag=f"gate-r{run_id}", health=o.health)
-        phase = storage.begin(store, run_id, storage.PhaseKey(tier=o.concurrency),
+        phase = storage.PhaseWriter(store, run_id, storage.PhaseKey(tier=o.concurrency),
                               params=params)
         done: PhaseOutcome | None = None
         try:

@@ -116,7 +116,3 @@ class PhaseWriter:
                          status=status or (outcome.status if outcome is not None else "ABORTED"),
                          duration=wall if duration is None else duration, summary=summary)
         return summary
-
-
-def begin(store: Store, run_id: int, key: PhaseKey, params: Mapping[str, Any]) -> PhaseWriter:
-    return PhaseWriter(store, run_id, key, params)
