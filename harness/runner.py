@@ -200,7 +200,10 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)
-    optional = getattr(cfg.gates, gate_spec(req.gate).config_key).optional
+    optional = list(getattr(cfg.gates, gate_spec(req.gate).config_key).optional)
+    if req.suite_dir is None:  # checks the suite itself declares skippable (G1: unverifiable)
+        declared = getattr(suite_module(req.gate), "optional_checks", None)
+        optional += declared(cfg, inventory) if declared is not None else []
     ctx = GateContext(gate=req.gate, run_id=run_id, store=req.store, loaded=req.loaded,
                       inventory=inventory, artifact_dir=artifact_dir, optional=tuple(optional),
                       suite_dir=suite, resume_from=req.resume_run, dry_run=req.dry_run,

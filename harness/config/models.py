@@ -146,15 +146,68 @@ class Workload(Frozen):
     min_docs: int = Field(default=64, ge=0, description="documents per phase, at least")
 
 
-class BomItem(Frozen):
-    model: str
-    count: int = Field(default=1, ge=0)
+# G1's bill of materials (harness/g1): what each host of an inventory group must have.
+# Models are matched as case-insensitive substrings of what the tool reports ("A100-SXM4-80GB"
+# matches "NVIDIA A100-SXM4-80GB"); versions compare numerically ("535.54" <= "535.104.05").
+class GpuBom(Frozen):
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
     min_driver: str | None = None
+    min_cuda: str | None = None
+
+
+class NvmeBom(Frozen):
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    min_capacity_gb: float | None = Field(default=None, gt=0, description="per drive, 1e9 B")
     firmware: str | None = None
 
 
+class NicBom(Frozen):
+    # ibstat's CA type (MT4129) or, with `interfaces`, ethtool -i's driver (mlx5_core)
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    interfaces: list[str] = Field(default_factory=list, description="empty: read ibstat")
+    min_rate_gbps: float | None = Field(default=None, gt=0)
+    firmware: str | None = None
+
+
+class VolumeBom(Frozen):
+    """The accelerator's volume as this host sees it: an NVMe-oF subsystem."""
+
+    nqn: str = Field(min_length=1)
+    transport: Literal["tcp", "rdma", "fc", "pcie"] = "tcp"
+    min_paths: int = Field(default=1, ge=1, description="live paths at least")
+    min_size_gb: float | None = Field(default=None, gt=0)
+
+
+class OsBom(Frozen):
+    os: str | None = None  # a substring of /etc/os-release PRETTY_NAME
+    kernel: str | None = None  # a prefix of `uname -r`
+
+
+class Bom(Frozen):
+    gpu: GpuBom | None = None
+    nvme: NvmeBom | None = None
+    nic: NicBom | None = None
+    gds: bool | None = None  # true: gdscheck -p must show GDS supported on every GPU
+    volume: VolumeBom | None = None
+    os: OsBom | None = None
+
+
+G1_HEALTH = ("gpu-ecc", "gpu-link", "xid", "pcie", "nvme-smart", "ib-ports")
+
+
 class G1(Frozen):
-    bom: dict[str, BomItem] = Field(default_factory=dict)
+    # inventory group -> what each of its hosts must have (a host in two groups with a BOM
+    # is refused: which one applies would be a guess)
+    bom: dict[str, Bom] = Field(default_factory=dict)
+    # item or health check -> why this lab cannot check it (e.g. a simulated host with no
+    # capture of that tool). Shown as SKIPPED with the reason, never a silent PASS.
+    unverifiable: dict[str, str] = Field(default_factory=dict)
+    clock_offset_s: float = Field(default=1.0, gt=0, le=3600)
+    gdscheck: str = "gdscheck"  # e.g. /usr/local/cuda/gds/tools/gdscheck
+    probe_timeout: float = Field(default=120.0, gt=0)
     optional: list[str] = Field(default_factory=list)
 
 

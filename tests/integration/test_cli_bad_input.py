@@ -77,4 +77,4 @@ def test_newer_schema(gate_cli: GateRunner, site_dir: Path) -> None:
 
 
 def test_gate_without_a_suite_says_what_to_do(gate_cli: GateRunner) -> None:
-    assert_one_line_usage_error(gate_cli("run", "G1"), "no suite", "--force")
+    assert_one_line_usage_error(gate_cli("run", "G4"), "no suite", "--force")

@@ -1,0 +1,127 @@
+"""G1 checks: each host x BOM item and host x health check as expected vs found.
+
+A missed item is a STOP-LOSS naming host, item, expected and found; an output that could
+not be read (host unreachable, tool missing, unknown format) is ERROR for that check only.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.config.models import SiteConfig
+from harness.errors import MeasurementError
+from harness.g1 import judge
+from harness.g1.collect import HostReading
+from harness.g1.plan import HostPlan
+from harness.probes import gpu_health, lspci, nic, nvidia_smi, nvme
+from harness.pytest_plugin import CheckRecorder, GateContext
+
+
+def _text(reading: HostReading, name: str) -> str:
+    """One probe's output, or an infrastructure error (-> ERROR) saying why there is none."""
+    if reading.unreachable:
+        raise MeasurementError(f"host unreachable: {reading.unreachable}", host=reading.host,
+                               stage="g1 probe")
+    output = reading.outputs.get(name)
+    if output is None:
+        raise MeasurementError(f"no {name} output was collected", host=reading.host,
+                               stage="g1 probe")
+    if output.error:
+        raise MeasurementError(output.error, host=reading.host, stage="g1 probe")
+    return output.text
+
+
+def _unverifiable(site: SiteConfig, key: str) -> None:
+    why = site.gates.g1.unverifiable.get(key)
+    if why is not None:
+        pytest.skip(f"not checkable here: {why}")
+
+
+def _judge_item(plan: HostPlan, item: str, reading: HostReading) -> judge.Finding:
+    bom = plan.bom
+    if item == "gpu" and bom.gpu is not None:
+        return judge.gpu(bom.gpu, nvidia_smi.parse_nvidia_smi_xml(_text(reading, "nvidia-smi")))
+    if item == "nvme" and bom.nvme is not None:
+        return judge.nvme(bom.nvme, nvme.parse_nvme_list(_text(reading, "nvme-list")))
+    if item == "nic" and bom.nic is not None:
+        if not bom.nic.interfaces:
+            return judge.nic_ib(bom.nic, nic.parse_ibstat(_text(reading, "ibstat")))
+        links = {i: nic.parse_ethtool(_text(reading, f"ethtool.{i}")) for i in bom.nic.interfaces}
+        drivers = {i: nic.parse_ethtool_driver(_text(reading, f"ethtool-i.{i}"))
+                   for i in bom.nic.interfaces}
+        return judge.nic_eth(bom.nic, links, drivers)
+    if item == "gds":
+        return judge.gds(gpu_health.parse_gdscheck(_text(reading, "gdscheck")))
+    if item == "volume" and bom.volume is not None:
+        return judge.volume(bom.volume, nvme.parse_list_subsys(_text(reading, "list-subsys")))
+    if item == "os" and bom.os is not None:
+        return judge.os_release(bom.os, _text(reading, "uname"), _text(reading, "os-release"))
+    raise MeasurementError(f"no judge for item {item!r}", host=plan.host, stage="g1")
+
+
+def _judge_health(plan: HostPlan, health: str, reading: HostReading) -> judge.Finding:
+    if health == "gpu-ecc":
+        return judge.gpu_ecc(nvidia_smi.parse_nvidia_smi_xml(_text(reading, "nvidia-smi")))
+    if health == "gpu-link":
+        return judge.gpu_link(nvidia_smi.parse_nvidia_smi_xml(_text(reading, "nvidia-smi")))
+    if health == "xid":
+        return judge.xid(_text(reading, "dmesg"))
+    if health == "pcie":
+        return judge.pcie(lspci.parse_lspci(_text(reading, "lspci")))
+    if health == "nvme-smart":
+        _text(reading, "nvme-list")  # the drives' list must have been read
+        names = [n for n in reading.outputs if n.startswith("smart-log.")]
+        return judge.nvme_smart({n.split(".", 1)[1]: nvme.parse_smart_log(_text(reading, n))
+                                 for n in names})
+    if health == "ib-ports":
+        cas = nic.parse_ibstat(_text(reading, "ibstat"))
+        model = plan.bom.nic.model.lower() if plan.bom.nic is not None else ""
+        return judge.ib_ports([c for c in cas if model in (c.model or "").lower()])
+    raise MeasurementError(f"no judge for health check {health!r}", host=plan.host, stage="g1")
+
+
+def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
+            finding: judge.Finding) -> None:
+    check.expect(finding.expected)
+    check.measure(finding.found)
+    for fact, value in finding.facts.items():
+        gate.recorder.host_fact(host=plan.host, key=fact, value=value,
+                                simulated=gate.simulated)
+    if not finding.ok:  # a measured miss: STOP-LOSS naming host, item, expected, found
+        pytest.fail(f"{plan.host} {key}: {'; '.join(finding.problems)} (expected "
+                    f"{finding.expected}; found {finding.found})", pytrace=False)
+
+
+def test_item(gate: GateContext, site: SiteConfig, check: CheckRecorder, plan: HostPlan,
+              item: str, readings: dict[str, HostReading]) -> None:
+    """One BOM item of one host: model, count, versions and capacity as ordered."""
+    check.host = plan.host
+    _unverifiable(site, item)
+    _decide(gate, check, plan, item, _judge_item(plan, item, readings[plan.host]))
+
+
+def test_health(gate: GateContext, site: SiteConfig, check: CheckRecorder, plan: HostPlan,
+                health: str, readings: dict[str, HostReading]) -> None:
+    """One health check of one host: ECC, Xid, link widths, NVMe SMART, IB ports."""
+    check.host = plan.host
+    _unverifiable(site, health)
+    _decide(gate, check, plan, health, _judge_health(plan, health, readings[plan.host]))
+
+
+def test_clocks(site: SiteConfig, check: CheckRecorder,
+                readings: dict[str, HostReading]) -> None:
+    """Every reachable host's clock within the configured offset of ours (and so of each
+    other's): the run's timelines are compared across hosts."""
+    limit = site.gates.g1.clock_offset_s
+    offsets = {h: r.clock_offset_s for h, r in readings.items() if not r.unreachable}
+    check.expect(f"|offset| <= {limit:g} s")
+    check.measure(", ".join(f"{h} {o:+.3f} s" if o is not None else f"{h} -"
+                            for h, o in sorted(offsets.items())) or "no host reached")
+    unread = sorted(h for h, o in offsets.items() if o is None)
+    if unread or not offsets:
+        raise MeasurementError(f"no clock read from {', '.join(unread) or 'any host'}",
+                               stage="g1 clocks")
+    far = {h: o for h, o in offsets.items() if o is not None and abs(o) > limit}
+    if far:
+        pytest.fail(f"clock offset above {limit:g} s: " + ", ".join(
+            f"{h} {o:+.3f} s" for h, o in sorted(far.items())), pytrace=False)

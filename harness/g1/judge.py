@@ -1,0 +1,271 @@
+"""Expected vs found, per BOM item and health check: pure functions over parsed outputs.
+
+Each returns a Finding whose `problems` name what is wrong in words a field engineer acts
+on ("2 of 8 GPUs ...", "GPU 0000:17:00.0 link x8 of x16"); no problem means the item is as
+ordered. Whether a missing output is an ERROR is the caller's business, not decided here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from harness.config.models import GpuBom, NicBom, NvmeBom, OsBom, VolumeBom
+from harness.probes.gpu_health import GdsCheck
+from harness.probes.lspci import PciDevice
+from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
+from harness.probes.nvidia_smi import NvidiaSmiLog
+from harness.probes.nvme import NvmeNamespace, SmartLog, Subsystem
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Finding:
+    expected: str
+    found: str
+    problems: tuple[str, ...] = ()
+    facts: dict[str, object] = field(default_factory=dict)  # serials, versions: host facts
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def at_least(found: str | None, wanted: str) -> bool:
+    return found is not None and version_tuple(found) >= version_tuple(wanted)
+
+
+def _matches(model: str, name: str | None) -> bool:
+    return name is not None and model.lower() in name.lower()
+
+
+def _count_problem(what: str, model: str, want: int, have: int, others: Sequence[str]) -> str:
+    extra = f" (also found: {', '.join(sorted(set(others)))})" if others else ""
+    return f"{have} {what} {model}, {want} ordered{extra}"
+
+
+def gpu(bom: GpuBom, log: NvidiaSmiLog) -> Finding:
+    matching = [g for g in log.gpus if _matches(bom.model, g.name)]
+    others = [g.name or "?" for g in log.gpus if g not in matching]
+    problems = []
+    if len(matching) != bom.count:
+        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    if bom.min_driver and not at_least(log.driver_version, bom.min_driver):
+        problems.append(f"driver {log.driver_version or 'unknown'} < {bom.min_driver}")
+    if bom.min_cuda and not at_least(log.cuda_version, bom.min_cuda):
+        problems.append(f"CUDA {log.cuda_version or 'unknown'} < {bom.min_cuda}")
+    expected = f"{bom.count}x {bom.model}" + (f", driver >= {bom.min_driver}"
+                                               if bom.min_driver else "") + (
+        f", CUDA >= {bom.min_cuda}" if bom.min_cuda else "")
+    found = (f"{len(log.gpus)}x {', '.join(sorted({g.name or '?' for g in log.gpus})) or '-'}, "
+             f"driver {log.driver_version or '-'}, CUDA {log.cuda_version or '-'}")
+    if log.count_mismatch:
+        found += f" (nvidia-smi says {log.attached_gpus} attached)"
+    facts: dict[str, object] = {
+        "gpu serials": [g.serial for g in log.gpus], "gpu uuids": [g.uuid for g in log.gpus],
+        "gpu driver": log.driver_version, "cuda": log.cuda_version,
+        "gpu vbios": sorted({g.vbios for g in log.gpus if g.vbios})}
+    return Finding(expected, found, tuple(problems), facts)
+
+
+def nvme(bom: NvmeBom, namespaces: Sequence[NvmeNamespace]) -> Finding:
+    drives = {(n.controller or n.device, n.serial): n for n in namespaces}.values()
+    matching = [d for d in drives if _matches(bom.model, d.model)]
+    others = [d.model or "?" for d in drives if d not in matching]
+    problems = []
+    if len(matching) != bom.count:
+        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    if bom.min_capacity_gb is not None:
+        small = [d for d in matching if (d.size_bytes or 0) < bom.min_capacity_gb * GB]
+        problems += [f"{d.device}: {(d.size_bytes or 0) / GB:.0f} GB < {bom.min_capacity_gb:g} GB"
+                     for d in small]
+    if bom.firmware:
+        problems += [f"{d.device}: firmware {d.firmware or 'unknown'}, {bom.firmware} ordered"
+                     for d in matching if d.firmware != bom.firmware]
+    expected = f"{bom.count}x {bom.model}" + (
+        f" >= {bom.min_capacity_gb:g} GB" if bom.min_capacity_gb else "") + (
+        f", firmware {bom.firmware}" if bom.firmware else "")
+    found = ", ".join(f"{d.device} {d.model or '?'} {(d.size_bytes or 0) / GB:.0f} GB "
+                      f"fw {d.firmware or '-'}" for d in drives) or "no NVMe drive"
+    return Finding(expected, found, tuple(problems),
+                   {"nvme serials": {d.device: d.serial for d in drives}})
+
+
+def nic_ib(bom: NicBom, cas: Sequence[IbDevice]) -> Finding:
+    matching = [c for c in cas if _matches(bom.model, c.model)]
+    others = [c.model or "?" for c in cas if c not in matching]
+    problems = []
+    if len(matching) != bom.count:
+        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    if bom.min_rate_gbps is not None:
+        problems += [f"{c.name} port {p.number}: rate {p.rate_gbps or 0:g} Gb/s < "
+                     f"{bom.min_rate_gbps:g}" for c in matching for p in c.ports
+                     if (p.rate_gbps or 0) < bom.min_rate_gbps]
+    if bom.firmware:
+        problems += [f"{c.name}: firmware {c.firmware or 'unknown'}, {bom.firmware} ordered"
+                     for c in matching if c.firmware != bom.firmware]
+    expected = _nic_expected(bom)
+    found = ", ".join(f"{c.name} {c.model or '?'} fw {c.firmware or '-'} "
+                      f"{'/'.join(f'{p.rate_gbps or 0:g}' for p in c.ports)} Gb/s"
+                      for c in cas) or "no HCA"
+    return Finding(expected, found, tuple(problems),
+                   {"nic guids": {c.name: c.node_guid for c in cas}})
+
+
+def _nic_expected(bom: NicBom) -> str:
+    return f"{bom.count}x {bom.model}" + (
+        f" >= {bom.min_rate_gbps:g} Gb/s" if bom.min_rate_gbps else "") + (
+        f", firmware {bom.firmware}" if bom.firmware else "")
+
+
+def nic_eth(bom: NicBom, links: Mapping[str, EthtoolLink],
+            drivers: Mapping[str, EthtoolDriver]) -> Finding:
+    matching = [i for i, d in drivers.items() if _matches(bom.model, d.driver)]
+    problems = []
+    if len(matching) != bom.count:
+        others = [d.driver or "?" for i, d in drivers.items() if i not in matching]
+        problems.append(_count_problem("interfaces with", bom.model, bom.count, len(matching),
+                                       others))
+    for iface in matching:
+        link, drv = links.get(iface), drivers[iface]
+        if bom.min_rate_gbps is not None and (link is None or (link.speed_gbps or 0)
+                                              < bom.min_rate_gbps):
+            speed = link.speed_gbps if link is not None else None
+            problems.append(f"{iface}: link {speed if speed is not None else 'down'} Gb/s < "
+                            f"{bom.min_rate_gbps:g}")
+        if bom.firmware and drv.firmware != bom.firmware:
+            problems.append(f"{iface}: firmware {drv.firmware or 'unknown'}, "
+                            f"{bom.firmware} ordered")
+    found = ", ".join(
+        f"{i} {drivers[i].driver or '?'} fw {drivers[i].firmware or '-'} "
+        f"{(links[i].speed_gbps if i in links and links[i].speed_gbps is not None else 0):g}"
+        " Gb/s" for i in drivers) or "no interface"
+    return Finding(_nic_expected(bom), found, tuple(problems),
+                   {"nic bus": {i: d.bus_info for i, d in drivers.items()}})
+
+
+def gds(check: GdsCheck) -> Finding:
+    problems = []
+    if not check.verified:
+        problems.append("gdscheck: platform verification did not succeed")
+    if check.gpus_supporting < check.gpus or check.gpus == 0:
+        problems.append(f"{check.gpus_supporting} of {check.gpus} GPUs support GDS")
+    supported = [k for k, v in check.supported.items() if v]
+    return Finding("GDS verified on every GPU",
+                   f"GDS {check.version or '?'}, {check.gpus_supporting}/{check.gpus} GPUs, "
+                   f"supported: {', '.join(supported) or 'none'}", tuple(problems),
+                   {"gds version": check.version})
+
+
+def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],
+           namespaces: Sequence[NvmeNamespace] = ()) -> Finding:
+    sub = next((s for s in subsystems if s.nqn == bom.nqn), None)
+    expected = f"{bom.nqn} over {bom.transport}, >= {bom.min_paths} live path(s)"
+    if sub is None:
+        seen = ", ".join(s.nqn or "?" for s in subsystems) or "none"
+        return Finding(expected, f"not connected (subsystems: {seen})",
+                       (f"NQN {bom.nqn} not connected",))
+    live = [p for p in sub.paths if p.state == "live" and p.transport == bom.transport]
+    problems = []
+    if len(live) < bom.min_paths:
+        problems.append(f"{len(live)} live {bom.transport} path(s), {bom.min_paths} needed")
+    found = f"{sub.name}: " + ", ".join(f"{p.controller} {p.transport} {p.address} {p.state}"
+                                        for p in sub.paths)
+    return Finding(expected, found, tuple(problems), {"volume paths": len(sub.paths)})
+
+
+def os_release(bom: OsBom, kernel: str, release: str) -> Finding:
+    pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', release, flags=re.M)
+    name = pretty.group(1) if pretty else "unknown"
+    problems = []
+    if bom.os and bom.os.lower() not in name.lower():
+        problems.append(f"OS {name}, {bom.os} ordered")
+    if bom.kernel and not kernel.strip().startswith(bom.kernel):
+        problems.append(f"kernel {kernel.strip()}, {bom.kernel} ordered")
+    expected = ", ".join(x for x in (bom.os and f"OS {bom.os}",
+                                     bom.kernel and f"kernel {bom.kernel}*") if x)
+    return Finding(expected or "any OS", f"{name}, kernel {kernel.strip()}", tuple(problems),
+                   {"os": name, "kernel": kernel.strip()})
+
+
+# -- health ---------------------------------------------------------------------------
+def gpu_ecc(log: NvidiaSmiLog) -> Finding:
+    problems = []
+    for g in log.gpus:
+        if g.ecc_volatile_uncorrectable:
+            problems.append(f"GPU {g.pci_bus_id}: {g.ecc_volatile_uncorrectable} uncorrectable "
+                            "ECC errors since boot")
+        if g.retired_pages:
+            problems.append(f"GPU {g.pci_bus_id}: {g.retired_pages} retired pages")
+        if g.retirement_pending or g.remap_failure:
+            problems.append(f"GPU {g.pci_bus_id}: page retirement pending or row remap failed")
+        if g.remapped_rows_uncorrectable:
+            problems.append(f"GPU {g.pci_bus_id}: {g.remapped_rows_uncorrectable} rows remapped "
+                            "for uncorrectable errors")
+    found = "; ".join(
+        f"{g.pci_bus_id} ECC {'on' if g.ecc_enabled else 'off' if g.ecc_enabled is False else '-'}"
+        f" unc {g.ecc_volatile_uncorrectable if g.ecc_volatile_uncorrectable is not None else '-'}"
+        f" retired {g.retired_pages if g.retired_pages is not None else '-'}" for g in log.gpus)
+    return Finding("no uncorrectable ECC errors, retired pages or failed remaps",
+                   found or "no GPU", tuple(problems))
+
+
+def gpu_link(log: NvidiaSmiLog) -> Finding:
+    """Width against capability; a lower link *generation* at idle is power saving."""
+    problems = [f"GPU {g.pci_bus_id}: PCIe link x{g.link_width_current} of "
+                f"x{g.link_width_max}" for g in log.gpus
+                if g.link_width_current is not None and g.link_width_max is not None
+                and g.link_width_current < g.link_width_max]
+    found = "; ".join(f"{g.pci_bus_id} x{g.link_width_current or '?'}/x{g.link_width_max or '?'}"
+                      f" gen{g.link_gen_current or '?'}/{g.link_gen_max or '?'}"
+                      for g in log.gpus)
+    return Finding("every GPU link at its full width", found or "no GPU", tuple(problems))
+
+
+_XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")
+
+
+def xid(kernel_log: str) -> Finding:
+    events = _XID.findall(kernel_log)
+    problems = tuple(f"Xid {code} on {where}" for where, code in
+                     sorted(set(events), key=lambda e: (e[0], int(e[1]))))
+    return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems)
+
+
+def pcie(devices: Sequence[PciDevice]) -> Finding:
+    narrow = [d for d in devices if d.width_below_capability]
+    checked = [d for d in devices if not d.virtual_function and d.link_width is not None]
+    problems = tuple(f"{d.address} {d.description[:48]}: PCIe link x{d.link_width} of "
+                     f"x{d.link_width_max}" for d in narrow)
+    vfs = sum(1 for d in devices if d.virtual_function)
+    return Finding("every PCIe link at its full width (virtual functions skipped)",
+                   f"{len(checked)} links checked, {len(narrow)} narrow, {vfs} VFs skipped",
+                   problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}})
+
+
+def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
+    problems = []
+    for dev, log in sorted(logs.items()):
+        if log.critical_warning:
+            problems.append(f"{dev}: critical warning 0x{log.critical_warning:02x}")
+        if log.media_errors:
+            problems.append(f"{dev}: {log.media_errors} media errors")
+    found = "; ".join(f"{d} warn {s.critical_warning if s.critical_warning is not None else '-'}"
+                      f" media {s.media_errors if s.media_errors is not None else '-'}"
+                      f" used {s.percent_used if s.percent_used is not None else '-'}%"
+                      for d, s in sorted(logs.items()))
+    return Finding("no critical warning, no media errors", found or "no drive", tuple(problems))
+
+
+def ib_ports(cas: Sequence[IbDevice]) -> Finding:
+    down = [f"{c.name} port {p.number}: {p.state or '?'} ({p.physical_state or '-'})"
+            for c in cas for p in c.ports if not p.up]
+    total = sum(len(c.ports) for c in cas)
+    return Finding("every port Active", f"{total - len(down)} of {total} ports Active",
+                   tuple(down))

@@ -1,0 +1,127 @@
+"""G1's plan and its expected-vs-found judgements on captured outputs (tests/fixtures/hw)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config.inventory import load_inventory
+from harness.config.models import GpuBom, NicBom, NvmeBom, SiteConfig, VolumeBom
+from harness.errors import UsageError
+from harness.g1 import judge
+from harness.g1.plan import expected_checks, optional_checks, validate
+from harness.probes import lspci, nic, nvidia_smi, nvme
+
+HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"
+
+
+def read(name: str) -> str:
+    return (HW / name).read_text(encoding="utf-8")
+
+
+def site(tmp_path: Path, g1: dict[str, object]) -> tuple[SiteConfig, object]:
+    (tmp_path / "hosts.ini").write_text("[gpu]\ng1 ansible_connection=local\n"
+                                        "[storage]\ns1 ansible_connection=local\n")
+    config = SiteConfig.model_validate({"site": {"name": "s"}, "campaign": {"name": "c"},
+                                        "inventory": "hosts.ini", "model": {"name": "m"},
+                                        "gates": {"g1": g1}})
+    return config, load_inventory(tmp_path / "hosts.ini")
+
+
+def test_plan_is_host_by_item_and_health(tmp_path: Path) -> None:
+    config, inv = site(tmp_path, {
+        "bom": {"gpu": {"gpu": {"model": "H100", "count": 8}, "nic": {"model": "MT4129",
+                                                                        "count": 8}},
+                "storage": {"nvme": {"model": "PM1743", "count": 4}}},
+        "unverifiable": {"pcie": "no lspci here"}})
+    validate(config, inv)  # type: ignore[arg-type]
+    assert expected_checks(config, inv) == [  # type: ignore[arg-type]
+        "test_item[g1-gpu]", "test_item[g1-nic]", "test_item[s1-nvme]",
+        "test_health[g1-gpu-ecc]", "test_health[g1-gpu-link]", "test_health[g1-xid]",
+        "test_health[g1-pcie]", "test_health[g1-ib-ports]", "test_health[s1-pcie]",
+        "test_health[s1-nvme-smart]", "test_clocks"]
+    assert optional_checks(config, inv) == [  # type: ignore[arg-type]
+        "test_health[g1-pcie]", "test_health[s1-pcie]"]
+
+
+def test_plan_refuses_unknown_groups_and_keys(tmp_path: Path) -> None:
+    config, inv = site(tmp_path, {"bom": {"gpus": {"gpu": {"model": "H100", "count": 8}}}})
+    with pytest.raises(UsageError, match="no inventory group 'gpus'"):
+        validate(config, inv)  # type: ignore[arg-type]
+    config, inv = site(tmp_path, {"bom": {"gpu": {"os": {"kernel": "6."}}},
+                                  "unverifiable": {"ecc": "x"}})
+    with pytest.raises(UsageError, match="'ecc' is no G1 item"):
+        validate(config, inv)  # type: ignore[arg-type]
+
+
+def test_gpu_count_model_driver() -> None:
+    log = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"))
+    assert judge.gpu(GpuBom(model="RTX A5000", count=2, min_driver="550.54"), log).ok
+    miss = judge.gpu(GpuBom(model="H100", count=8, min_driver="595", min_cuda="13.0"), log)
+    assert miss.problems == ("0 x H100, 8 ordered (also found: NVIDIA RTX A5000)",
+                             "driver 590.44.01 < 595")
+    assert miss.facts["gpu serials"] == ["0123456789012", "1234567890123"]
+
+
+def test_trimmed_nvidia_smi_log_is_said_in_found() -> None:
+    log = nvidia_smi.parse_nvidia_smi_xml(
+        read("nvidia-smi-q-x_telegraf_a100-sxm4-80gb-x4_drv535.xml"))
+    found = judge.gpu(GpuBom(model="A100", count=4), log)
+    assert not found.ok and "nvidia-smi says 4 attached" in found.found
+
+
+def test_nvme_firmware_and_capacity() -> None:
+    drives = nvme.parse_nvme_list(read("nvme-list-json_netdata_v2.11_3x-firecuda530.json"))
+    assert judge.nvme(NvmeBom(model="FireCuda 530", count=3, min_capacity_gb=4000), drives).ok
+    miss = judge.nvme(NvmeBom(model="FireCuda 530", count=3, min_capacity_gb=7680,
+                              firmware="SU6SM001"), drives)
+    assert "/dev/nvme0n1: firmware SU6SM005, SU6SM001 ordered" in miss.problems
+    assert sum("GB < 7680 GB" in p for p in miss.problems) == 3
+
+
+def test_nic_ib_rate_and_ports() -> None:
+    cas = nic.parse_ibstat(read("ibstat_mooncake-issue2039_cx7-ndr400-x8_cx6dx-x4.txt"))
+    assert judge.nic_ib(NicBom(model="MT4129", count=8, min_rate_gbps=400,
+                               firmware="28.41.1000"), cas).ok
+    assert len(judge.ib_ports(cas).problems) == 2  # the two Disabled CX-6 Dx ports
+    assert judge.ib_ports([c for c in cas if c.model == "MT4129"]).ok
+
+
+def test_nic_ethtool() -> None:
+    links = {"eth0": nic.parse_ethtool(read("ethtool_node-exporter_e1000e_eth0.txt"))}
+    drivers = {"eth0": nic.parse_ethtool_driver(read("ethtool-i_node-exporter_e1000e_eth0.txt"))}
+    assert judge.nic_eth(NicBom(model="e1000e", count=1, interfaces=["eth0"],
+                                min_rate_gbps=1), links, drivers).ok
+    slow = judge.nic_eth(NicBom(model="e1000e", count=1, interfaces=["eth0"],
+                                min_rate_gbps=100), links, drivers)
+    assert slow.problems == ("eth0: link 1.0 Gb/s < 100",)
+
+
+def test_health_link_width_not_speed() -> None:
+    a5000 = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"))
+    assert judge.gpu_link(a5000).ok  # gen 1 of 4 at idle, x16 of x16: power saving
+    t4 = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_tesla-t4_drv515.xml"))
+    assert judge.gpu_link(t4).problems == ("GPU 00000000:00:1E.0: PCIe link x8 of x16",)
+    devices = lspci.parse_lspci(read("lspci-vvv_vc_azure-nda100v4_8xA100_cx6-ib-vf_nvme.txt"))
+    assert judge.pcie(devices).ok
+
+
+def test_xid_and_smart() -> None:
+    log = ("[ 12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
+           "[812.1] NVRM: Xid (PCI:0000:17:00): 79, pid=0, GPU has fallen off the bus.\n")
+    assert judge.xid(log).problems == ("Xid 79 on PCI:0000:17:00",)
+    assert judge.xid("").ok
+    smart = nvme.parse_smart_log(read("nvme-smart-log-json_netdata_v2.3.json"))
+    assert judge.nvme_smart({"nvme0n1": smart}).ok
+
+
+def test_volume_paths() -> None:
+    subs = nvme.parse_list_subsys(
+        '[{"Subsystems":[{"Name":"nvme-subsys1","NQN":"nqn.v","Paths":[{"Name":"nvme1",'
+        '"Transport":"tcp","Address":"traddr=10.0.0.9,trsvcid=4420","State":"live"}]}]}]')
+    assert judge.volume(VolumeBom(nqn="nqn.v"), subs).ok
+    assert judge.volume(VolumeBom(nqn="nqn.v", min_paths=2), subs).problems == (
+        "1 live tcp path(s), 2 needed",)
+    assert judge.volume(VolumeBom(nqn="nqn.other"), subs).problems == (
+        "NQN nqn.other not connected",)
