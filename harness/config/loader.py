@@ -95,7 +95,6 @@ def key_path(loc: tuple[int | str, ...]) -> str:
 # Keys that were accepted once and never read; a config that still sets one is told so,
 # not asked to check its spelling.
 RETIRED = {
-    **{f"gates.g2.{k}": "G2" for k in ("fio", "thresholds")},
     **{f"gates.g4.{k}": "G4" for k in ("duration", "concurrency", "window", "criteria")},
 }
 

@@ -211,10 +211,37 @@ class G1(Frozen):
     optional: list[str] = Field(default_factory=list)
 
 
-class G2(Frozen):
-    """G2's settings. Empty but `optional` until G2's suite is built: its issue adds the
-    fio jobs and thresholds it reads (keys nothing reads are refused, not ignored)."""
+class FioSpec(Frozen):
+    """The vendor's figures for a target; G2 asks `min_fraction` of each (None: measured
+    and shown, not judged)."""
 
+    seq_read_mbps: float | None = Field(default=None, gt=0)
+    seq_write_mbps: float | None = Field(default=None, gt=0)
+    rand_read_iops: float | None = Field(default=None, gt=0)
+    lat_qd1_p99_us: float | None = Field(default=None, gt=0, description="at most")
+
+
+class FioTarget(Frozen):
+    name: str = Field(min_length=1, pattern=r"^[\w.-]+$")  # "local-nvme", "fx100"
+    group: str = "gpu"  # the inventory group whose hosts run it
+    # A directory on the target (fio writes gate-fio.<name>.dat there and G2 removes it);
+    # a raw device (/dev/...) only with destructive: true: the write job overwrites it.
+    path: str = Field(min_length=1)
+    destructive: bool = False
+    size: str = "4G"  # fio's --size per job
+    runtime_s: float = Field(default=30, gt=0)
+    direct: bool = True  # O_DIRECT; false only where the filesystem refuses it (tmpfs)
+    spec: FioSpec = FioSpec()
+
+
+class G2(Frozen):
+    fio: list[FioTarget] = Field(default_factory=list)
+    numjobs: int = Field(default=4, ge=1, le=256)  # random read 4k qd32 x numjobs
+    min_fraction: float = Field(default=0.9, gt=0, le=1)
+    gpu_health: bool = True  # dcgmi diag where dcgmi exists, nvidia-smi checks otherwise
+    dcgm_level: int = Field(default=1, ge=1, le=4)
+    gds: bool = False  # gdscheck -p must verify the platform
+    gdscheck: str = "gdscheck"
     optional: list[str] = Field(default_factory=list)
 
 

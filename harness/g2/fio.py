@@ -1,0 +1,71 @@
+"""G2's fio jobs and their judgement: the argv for each job on a target, and the figure a
+finished run gives against the vendor's spec."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from harness.config.models import FioTarget
+from harness.probes.fio import FioResult
+
+
+@dataclass(frozen=True)
+class Job:
+    rw: str
+    bs: str
+    iodepth: int
+    numjobs: int
+    figure: str  # what the job measures: "MB/s", "IOPS", "p99 us"
+
+
+def job(name: str, numjobs: int) -> Job:
+    return {"seq-read": Job("read", "1M", 32, 1, "MB/s"),
+            "seq-write": Job("write", "1M", 32, 1, "MB/s"),
+            "rand-read": Job("randread", "4k", 32, numjobs, "IOPS"),
+            "lat-qd1": Job("randread", "4k", 1, 1, "p99 us")}[name]
+
+
+def target_file(target: FioTarget) -> str:
+    """A raw device as configured; in a directory, gate-fio.<name>.dat (removed after)."""
+    if target.path.startswith("/dev/"):
+        return target.path
+    return posixpath.join(target.path, f"gate-fio.{target.name}.dat")
+
+
+def argv(target: FioTarget, name: str, numjobs: int) -> list[str]:
+    j = job(name, numjobs)
+    return ["fio", f"--name={name}", f"--filename={target_file(target)}", f"--rw={j.rw}",
+            f"--bs={j.bs}", f"--iodepth={j.iodepth}", f"--numjobs={j.numjobs}",
+            f"--size={target.size}", f"--runtime={target.runtime_s:g}", "--time_based",
+            "--ioengine=libaio", f"--direct={int(target.direct)}", "--group_reporting",
+            "--output-format=json"]
+
+
+def figure(result: FioResult, name: str) -> float:
+    """The job's figure from a group-reported run (one job entry)."""
+    j = result.jobs[0]
+    d = j.write if name == "seq-write" else j.read
+    if name in ("seq-read", "seq-write"):
+        return d.bandwidth_bytes_s / 1e6
+    if name == "rand-read":
+        return d.iops
+    p99 = d.clat_percentiles_s.get(99.0)
+    return p99 * 1e6 if p99 is not None else float("nan")
+
+
+def wanted(target: FioTarget, name: str, fraction: float) -> tuple[str, float | None]:
+    """(the expectation in words, the bound) from the vendor's spec; None: not judged."""
+    spec = target.spec
+    if name == "lat-qd1":
+        if spec.lat_qd1_p99_us is None:
+            return "p99 latency measured (no vendor figure)", None
+        bound = spec.lat_qd1_p99_us / fraction
+        return f"p99 <= {bound:.0f} us ({spec.lat_qd1_p99_us:g} us / {fraction:g})", bound
+    value = {"seq-read": spec.seq_read_mbps, "seq-write": spec.seq_write_mbps,
+             "rand-read": spec.rand_read_iops}[name]
+    unit = "IOPS" if name == "rand-read" else "MB/s"
+    if value is None:
+        return f"{unit} measured (no vendor figure)", None
+    return (f">= {value * fraction:.0f} {unit} ({fraction:.0%} of {value:g})",
+            value * fraction)

@@ -1,0 +1,64 @@
+"""G2 end to end on the namespace lab: real fio on real files on each host over SSH, GPU
+health from captured dcgmi output. A figure below the vendor's spec x min_fraction is a
+STOP-LOSS naming host, target, job, expected and found; the rest PASS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.lab.netlab import Lab
+
+pytest_plugins = ["tests.lab.fixtures"]
+pytestmark = pytest.mark.lab
+
+
+def test_g2_fio_and_gpu_health_on_lab_hosts(ssh_lab: Lab, tmp_path: Path) -> None:
+    ssh_lab.write_inventory(tmp_path / "hosts.ini", names=["h1", "h2"], extra={
+        "h1": {"gate_sim_hardware": "gpu-t4"}, "h2": {"gate_sim_hardware": "storage-nvme"}})
+    (tmp_path / "known_hosts").write_text(ssh_lab.known_hosts.read_text())
+    target = f"/tmp/gate-g2-{uuid.uuid4().hex[:8]}"  # in each host's own /tmp, as its user
+    modest = "{seq_read_mbps: 5, seq_write_mbps: 5, rand_read_iops: 50, lat_qd1_p99_us: 500000}"
+    (tmp_path / "gate.yaml").write_text(f"""\
+site: {{name: lab-site}}
+campaign: {{name: g2-lab}}
+inventory: hosts.ini
+known_hosts: known_hosts
+model: {{name: test/model}}
+simulated: true
+gates:
+  g2:
+    numjobs: 2
+    fio:
+      - {{name: local, group: gpu, path: {target}, size: 8M, runtime_s: 1, spec: {modest}}}
+      - {{name: vol, group: storage, path: {target}, size: 8M, runtime_s: 1,
+         spec: {{seq_read_mbps: 10000000}}}}
+""")
+    env = {**os.environ, "GATE_DB": f"sqlite:///{tmp_path / 'gate.db'}",
+           "GATE_SUDO_PASSWORD": ssh_lab.password}
+    env.pop("GATE_CONFIG", None)
+    out = subprocess.run([sys.executable, "-m", "harness", "run", "G2", "--force"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stdout + out.stderr
+    show = subprocess.run([sys.executable, "-m", "harness", "runs", "show", "1", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    checks = {c["nodeid"].rsplit("::", 1)[-1]: c for c in json.loads(show.stdout)["checks"]}
+    slow = checks["test_fio[h2-vol-seq-read]"]
+    assert slow["outcome"] == "STOP-LOSS" and slow["host"] == "h2"
+    assert "h2 vol seq-read" in slow["message"] and ">= 9000000 MB/s" in slow["message"]
+    others = {k: c["outcome"] for k, c in checks.items() if k != "test_fio[h2-vol-seq-read]"}
+    assert set(others.values()) == {"PASS"}, others
+    assert set(others) >= {f"test_fio[h1-local-{j}]" for j in
+                           ("seq-read", "seq-write", "rand-read", "lat-qd1")}
+    assert "dcgmi diag -r 1" in checks["test_gpu_health[h1]"]["expected"]
+    assert checks["test_gpu_health[h1]"]["measured"] == "9 tests, 0 failed"
+    # fio ran on the hosts themselves, and cleaned up its files there
+    leftover = ssh_lab.exec("h1", ["ls", "-A", target], as_user=True)
+    assert leftover.returncode == 0 and leftover.stdout.strip() == ""
+    ssh_lab.exec("h1", ["rm", "-rf", target], as_user=True)
