@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from harness.campaign import CampaignEvents, CampaignStep
     from harness.runner import Progress
 
-SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
+# scenario -> the simulator profile of its engines; `bad-arrival` stops at G1 (its GPU
+# host's link runs below capability: harness.workflow.demo_hardware.py), so G3 never runs.
+SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline",
+             "bad-arrival": "r1-qwen32b"}
 SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
 DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
 
@@ -52,6 +55,8 @@ def _q(s: str) -> str:
 
 
 def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
+    from harness.workflow.demo_hardware import g1_yaml, g2_yaml
+
     profile = SCENARIOS[scenario]
     engines = root / "engines"
     tier = root / "tier"
@@ -103,26 +108,13 @@ load: {{placement: local, timeout: 120}}
 workload: {{kind: doc-qa, doc_tokens: 32000, question_tokens: 64, max_tokens: 128, seed: 7,
            min_docs: 32}}
 gates:
-  g3:
+{g1_yaml(scenario)}{g2_yaml(root)}  g3:
     tiers: [4, 8, 16]
     repetitions: {{min: 3, max: 8}}
     drop_caches_on: []        # simulated hosts: there is no page cache in front of the tier
     bootstrap: 1000
     evidence: {{diskstats: {disk}, storage_groups: [storage]}}
 report: {{lang: en}}
-"""
-
-
-INVENTORY = """\
-# Written by `gate demo`: every simulated host is this machine. gate_sim_hardware makes a
-# host answer its hardware tools (nvidia-smi, nvme, lspci, ...) from captured real outputs
-# (`gate hosts check` shows which); every other command runs here for real.
-[gpu]
-gpu1 ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=gpu-a100
-[storage]
-fx100-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=storage-nvme
-[client]
-loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware=client
 """
 
 
@@ -137,7 +129,9 @@ def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
     root = out / f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
     root.mkdir(parents=True, exist_ok=False)
     (root / "storage").mkdir()
-    (root / "hosts.ini").write_text(INVENTORY, encoding="utf-8")
+    from harness.workflow.demo_hardware import inventory
+
+    (root / "hosts.ini").write_text(inventory(scenario), encoding="utf-8")
     (root / "known_hosts").touch()
     config = root / "gate.yaml"
     config.write_text(site_yaml(root, scenario, free_port_pair(), speed), encoding="utf-8")
@@ -181,11 +175,13 @@ class DemoOutcome:
 
     @property
     def exit_code(self) -> int:
-        """G3's verdict: the demo is about the main gate."""
-        for step in self.steps:
-            if step.gate.id == "G3" and step.outcome is not None:
-                return step.outcome.exit_code
-        return 3
+        """The verdict where the campaign stopped: the first gate that did not PASS (a G1
+        STOP-LOSS ends the demo there), else G3's PASS."""
+        ran = [s.outcome for s in self.steps if s.outcome is not None]
+        for outcome in ran:
+            if outcome.exit_code != 0:
+                return outcome.exit_code
+        return 0 if any(s.gate.id == "G3" for s in self.steps if s.outcome) else 3
 
 
 def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,

@@ -32,10 +32,12 @@ class _Shown:
 @click.option("--out", default="gate-demo", show_default=True, type=click.Path(file_okay=False),
               help="Where the demo site, store and report are written.")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
-@click.option("--scenario", type=click.Choice(["default", "null", "broken-baseline"]),
+@click.option("--scenario",
+              type=click.Choice(["default", "null", "broken-baseline", "bad-arrival"]),
               default="default", show_default=True,
               help="default ends PASS; null (no gain) STOP-LOSS or INCONCLUSIVE; "
-                   "broken-baseline INCONCLUSIVE 'above band: needs sign-off'.")
+                   "broken-baseline INCONCLUSIVE 'above band: needs sign-off'; "
+                   "bad-arrival G1 STOP-LOSS (a PCIe link below capability), campaign stops.")
 @click.option("--speed", type=float, default=None, help="Simulator speed factor.")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default="pdf",
               show_default=True)

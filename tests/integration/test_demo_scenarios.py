@@ -1,7 +1,8 @@
-"""`gate demo` end to end, as the README's first command runs it: the three scenarios
-end with the exit codes DESIGN.md gives, and the PDF says SIMULATED on every page. The
-default scenario runs whole (it is the README's command); the other two run one cell
-(`--set`, TP8 at c=16), which is where their verdict shows and a third of the time."""
+"""`gate demo` end to end, as the README's first command runs it: the scenarios end with
+the exit codes DESIGN.md gives, and the PDF says SIMULATED on every page. The default
+scenario runs whole (it is the README's command: G1, G2, then G3 without FORCED); null
+and broken-baseline run one cell (`--set`, TP8 at c=16), which is where their verdict
+shows and a third of the time; bad-arrival stops at G1."""
 
 from __future__ import annotations
 
@@ -36,26 +37,32 @@ def pdf_pages(pdf: Path) -> list[str]:
     return [page for page in text.split("\f") if page.strip()]
 
 
-def g3_run(site: Path) -> dict[str, object]:
+def gate_runs(site: Path, gate: str) -> list[dict[str, object]]:
     env = {**os.environ, "GATE_DB": f"sqlite:///{site / 'gate.db'}"}
-    listing = subprocess.run([*GATE, "runs", "list", "--json", "--gate", "G3"], cwd=site,
+    listing = subprocess.run([*GATE, "runs", "list", "--json", "--gate", gate], cwd=site,
                              env=env, capture_output=True, text=True, check=True)
-    runs = json.loads(listing.stdout)
+    return [dict(r) for r in json.loads(listing.stdout)]
+
+
+def g3_run(site: Path) -> dict[str, object]:
+    runs = gate_runs(site, "G3")
     assert len(runs) == 1
-    return dict(runs[0])
+    return runs[0]
 
 
 def test_default_demo_passes_and_stamps_every_page(tmp_path: Path) -> None:
     out, site = run_demo(tmp_path, "default")
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    assert "PASS (FORCED)" in out.stdout
+    assert "FORCED" not in out.stdout
+    for gate in ("G1", "G2"):
+        (arrival,) = gate_runs(site, gate)
+        assert (arrival["verdict"], arrival["simulated"]) == ("PASS", True), arrival
     run = g3_run(site)
-    assert (run["verdict"], run["simulated"], run["forced"]) == ("PASS", True, True)
+    assert (run["verdict"], run["simulated"], run["forced"]) == ("PASS", True, False)
     pdf = site / "report-en.pdf"
     pages = pdf_pages(pdf)
     assert len(pages) >= 2
     assert all("SIMULATED" in page for page in pages)
-    assert "FORCED" in pages[0]
 
 
 def test_null_demo_is_not_pass(tmp_path: Path) -> None:
@@ -75,3 +82,14 @@ def test_broken_baseline_demo_needs_signoff(tmp_path: Path) -> None:
                              "reviewer", "--note", "baseline checked"], cwd=site, env=env,
                             capture_output=True, text=True)
     assert signed.returncode == 0 and "counts as PASS" in signed.stdout
+
+
+def test_bad_arrival_stops_the_campaign_at_g1(tmp_path: Path) -> None:
+    out, site = run_demo(tmp_path, "bad-arrival")
+    assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    (g1,) = gate_runs(site, "G1")
+    assert g1["verdict"] == "STOP-LOSS"
+    # host, item, expected and found, from the real capture the host answers with
+    assert "gpu1 gpu-link: GPU 00000000:00:1E.0: PCIe link x8 of x16" in str(g1["reason"])
+    assert "expected every GPU link at its full width" in str(g1["reason"])
+    assert gate_runs(site, "G2") == [] and gate_runs(site, "G3") == []

@@ -1,0 +1,1 @@
+"""Workflow helpers beside the runner and the campaign (the demo's site parts)."""

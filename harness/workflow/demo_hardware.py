@@ -1,0 +1,129 @@
+"""The demo's arrival evidence: which captured machine each simulated host is, and the
+bill of materials G1 checks, written from those same captures (what was "ordered" is
+what the captures describe), plus what the simulated lab cannot check, said so.
+
+Why from the captures: a BOM typed by hand would drift from the packaged captures; read
+from them, the default demo's G1 passes for the right reason (every item matches) and the
+`bad-arrival` scenario fails for the right one (its GPU's PCIe link runs x8 of x16 in the
+real capture it answers with).
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+from harness.probes.nic import parse_ethtool, parse_ethtool_driver
+from harness.probes.nvidia_smi import parse_nvidia_smi_xml
+from harness.sim.hosts import HardwareProfile, load_catalog
+
+# scenario -> the GPU host's hardware profile (harness/sim/hosts/captures/profiles.yaml).
+# gpu-2xa5000: two RTX A5000 at x16 of x16 (link gen 1 at idle: power saving, not a fault).
+# gpu-t4: one Tesla T4 whose link trained at x8 of x16: a G1 STOP-LOSS.
+GPU_HARDWARE = {"bad-arrival": "gpu-t4"}
+DEFAULT_GPU_HARDWARE = "gpu-2xa5000"
+STORAGE_HARDWARE = "storage-nvme"
+CLIENT_HARDWARE = "client"
+
+UNVERIFIABLE = {
+    "pcie": "the simulated hosts have no lspci capture of their own machine",
+    "gds": "no permissively licensed gdscheck capture ships; the simulated tier is a "
+           "directory, not a GDS volume",
+}
+
+
+def gpu_hardware(scenario: str) -> str:
+    return GPU_HARDWARE.get(scenario, DEFAULT_GPU_HARDWARE)
+
+
+def _profile(name: str) -> HardwareProfile:
+    profile = load_catalog().get(name)
+    if profile is None:
+        raise KeyError(f"no simulated hardware profile {name!r}")
+    return profile
+
+
+def _answer(profile: HardwareProfile, argv: list[str]) -> str:
+    answer = profile.answer(argv, "demo")
+    if answer.rc != 0:
+        raise KeyError(answer.stderr.strip())
+    return answer.stdout
+
+
+def _nic(profile: HardwareProfile, iface: str = "eth0") -> str:
+    link = parse_ethtool(_answer(profile, ["ethtool", iface]))
+    driver = parse_ethtool_driver(_answer(profile, ["ethtool", "-i", iface]))
+    return (f"{{model: {driver.driver}, count: 1, interfaces: [{iface}], "
+            f"min_rate_gbps: {link.speed_gbps:g}, firmware: \"{driver.firmware}\"}}")
+
+
+def _os() -> str:
+    """This machine's OS and kernel: the simulated hosts run everything but their
+    hardware tools here, so `uname -r` answers for real."""
+    release = Path("/etc/os-release")
+    pretty = ""
+    if release.is_file():
+        for line in release.read_text(encoding="utf-8").splitlines():
+            if line.startswith("PRETTY_NAME="):
+                pretty = line.split("=", 1)[1].strip().strip('"')
+    kernel = platform.release()
+    return "{" + ", ".join(x for x in (pretty and f"os: \"{pretty}\"",
+                                       f"kernel: \"{kernel}\"") if x) + "}"
+
+
+def g1_yaml(scenario: str) -> str:
+    """The `gates.g1` section of the demo's gate.yaml (indented under `gates:`)."""
+    gpu = _profile(gpu_hardware(scenario))
+    log = parse_nvidia_smi_xml(_answer(gpu, ["nvidia-smi", "-q", "-x"]))
+    model = log.gpus[0].name if log.gpus else "none"
+    reasons = "\n".join(f"      {k}: \"{v}\"" for k, v in UNVERIFIABLE.items())
+    return f"""\
+  g1:
+    # Written from the captures the simulated hosts answer with ({gpu.name},
+    # {STORAGE_HARDWARE}, {CLIENT_HARDWARE}); OS and kernel are this machine's.
+    bom:
+      gpu:
+        gpu: {{model: "{model}", count: {len(log.gpus)}, min_driver: "{log.driver_version}",
+              min_cuda: "{log.cuda_version}"}}
+        nic: {_nic(gpu)}
+        gds: true
+        os: {_os()}
+      storage:
+        nic: {_nic(_profile(STORAGE_HARDWARE))}
+      client:
+        nic: {_nic(_profile(CLIENT_HARDWARE))}
+    # What this simulated lab cannot check: recorded SKIPPED with the reason, never PASS.
+    unverifiable:
+{reasons}
+"""
+
+
+def inventory(scenario: str) -> str:
+    return f"""\
+# Written by `gate demo`: every simulated host is this machine. gate_sim_hardware makes a
+# host answer its hardware tools (nvidia-smi, nvme, lspci, ...) from captured real outputs
+# (`gate hosts check` shows which); every other command runs here for real.
+[gpu]
+gpu1 ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={gpu_hardware(scenario)}
+[storage]
+fx100-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={STORAGE_HARDWARE}
+[client]
+loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={CLIENT_HARDWARE}
+"""
+
+
+def g2_yaml(root: Path) -> str:
+    """The `gates.g2` section: real fio on real files in the demo's directory (the GPU
+    host's local disk and the simulated tier's directory), GPU health from the captures."""
+    common = ("size: 16M, runtime_s: 1, direct: false, spec: {seq_read_mbps: 100, "
+              "seq_write_mbps: 50, rand_read_iops: 2000, lat_qd1_p99_us: 20000}")
+    return f"""\
+  g2:
+    # Real fio on files under the demo's directory, one second a job. direct: false because
+    # that directory may be on tmpfs, which refuses O_DIRECT (a site keeps direct: true);
+    # the figures are a modest disk's, not a datasheet's.
+    numjobs: 2
+    fio:
+      - {{name: local-disk, path: "{root / 'fio-local'}", {common}}}
+      - {{name: tier, path: "{root / 'tier'}", {common}}}
+"""
