@@ -41,9 +41,9 @@ class GateSpec:
 
 
 GATES: tuple[GateSpec, ...] = (
-    GateSpec("G1", "arrival acceptance", "g1_arrival", ("gpu",), None, False, "generic",
+    GateSpec("G1", "arrival acceptance", "g1_arrival", ("gpu",), None, False, "g1",
              "g1", G1),
-    GateSpec("G2", "single-node baselines", "g2_baseline", ("gpu",), "G1", False, "generic",
+    GateSpec("G2", "single-node baselines", "g2_baseline", ("gpu",), "G1", False, "g2",
              "g2", G2),
     GateSpec("G3", "main gate (A/B)", "g3_main", (), "G2", True, "g3", "g3", G3),
     GateSpec("G4", "72 h stability", "g4_stability", ("gpu",), "G3", True, "generic",

@@ -93,3 +93,6 @@ def test_bad_arrival_stops_the_campaign_at_g1(tmp_path: Path) -> None:
     assert "gpu1 gpu-link: GPU 00000000:00:1E.0: PCIe link x8 of x16" in str(g1["reason"])
     assert "expected every GPU link at its full width" in str(g1["reason"])
     assert gate_runs(site, "G2") == [] and gate_runs(site, "G3") == []
+    text = "\n".join(pdf_pages(site / "report-en.pdf"))
+    assert "Bill of materials, host by item" in text and "Health, host by check" in text
+    assert "not checkable here" in text  # the declared gaps, with their reasons

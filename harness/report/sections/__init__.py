@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.registry import GATE_IDS, gate_spec
+from harness.report.sections.arrival import G1_SECTION, G2_SECTION
 from harness.report.sections.base import Context, Contribution, SectionBuilder, TrendMetric
 from harness.report.sections.g3 import G3
 from harness.report.sections.generic import GENERIC
@@ -20,6 +21,8 @@ from harness.report.sections.generic import GENERIC
 SECTIONS: Mapping[str, SectionBuilder] = MappingProxyType({
     "generic": GENERIC,
     "g3": G3,
+    "g1": G1_SECTION,
+    "g2": G2_SECTION,
 })
 
 

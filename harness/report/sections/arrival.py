@@ -1,0 +1,114 @@
+"""G1 and G2 sections: the generic checks section plus a host-by-item matrix (G1: which
+host has which item as ordered; G2: each fio figure beside its bound) and the serials and
+baselines recorded as host facts. Items the lab could not check show as SKIPPED with the
+reason, in the matrix as in the checks table."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+
+from harness.report.frames import RunFrames
+from harness.report.i18n import Translator
+from harness.report.model import Table
+from harness.report.sections.base import Context, Contribution, SectionBuilder, outcome_word
+from harness.report.sections.generic import GENERIC
+
+
+def _split(nodeid: str, host: str | None) -> tuple[str, str] | None:
+    """(host, item) of `test_item[gpu1-gpu]` / `test_health[gpu1-gpu-ecc]` checks."""
+    param = nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in nodeid else ""
+    if not host or not param.startswith(f"{host}-"):
+        return None
+    return host, param[len(host) + 1:]
+
+
+def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...]) -> Table | None:
+    """Hosts as rows, items (or fio target-job) as columns, the outcome in each cell."""
+    cells: dict[str, dict[str, str]] = {}
+    columns: list[str] = []
+    for c in checks.itertuples(index=False):
+        if str(c.name) not in names:
+            continue
+        split = _split(str(c.nodeid), c.host)
+        if split is None:
+            continue
+        host, item = split
+        if item not in columns:
+            columns.append(item)
+        cells.setdefault(host, {})[item] = str(c.outcome)
+    if not cells:
+        return None
+    rows, tones = [], []
+    for host in sorted(cells):
+        outcomes = set(cells[host].values())
+        worst = next((o for o in ("STOP-LOSS", "ERROR", "INCONCLUSIVE") if o in outcomes),
+                     "PASS")
+        rows.append([host] + [outcome_word(t, cells[host][i]) if i in cells[host] else "—"
+                              for i in columns] + [outcome_word(t, worst)])
+        tones.append(worst)  # the row's tone colours its last cell: the host's outcome
+    return Table(columns=[t("col.host"), *columns, t("col.outcome")], rows=rows, tones=tones)
+
+
+def facts_table(facts: pd.DataFrame, t: Translator, prefix: tuple[str, ...]) -> Table | None:
+    if facts.empty:
+        return None
+    chosen = facts[facts["key"].astype(str).str.startswith(prefix)]
+    if chosen.empty:
+        return None
+    rows = []
+    for f in chosen.sort_values(["host", "key"]).itertuples(index=False):
+        value = f.value
+        if not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        rows.append([str(f.host), str(f.key), value[:300]])
+    return Table(columns=[t("col.host"), t("arrival.col_fact"), t("arrival.col_value")],
+                 rows=rows)
+
+
+def _with(contribution: Contribution, extra: list[tuple[str, Table]]) -> Contribution:
+    """The generic section with the gate's own tables first."""
+    section = contribution.section.model_copy(
+        update={"tables": extra + list(contribution.section.tables)})
+    return dataclasses.replace(contribution, section=section)
+
+
+def build_g1(frames: RunFrames, ctx: Context) -> Contribution:
+    base = GENERIC.build(frames, ctx)
+    t = ctx.t
+    extra = []
+    items = matrix(frames.checks, t, ("test_item",))
+    if items is not None:
+        extra.append((t("arrival.h_items"), items))
+    health = matrix(frames.checks, t, ("test_health",))
+    if health is not None:
+        extra.append((t("arrival.h_health"), health))
+    serials = facts_table(frames.facts, t, ("gpu serials", "nvme serials", "nic guids",
+                                            "pci serials", "gpu driver", "cuda", "kernel"))
+    if serials is not None:
+        extra.append((t("arrival.h_serials"), serials))
+    return _with(base, extra)
+
+
+def build_g2(frames: RunFrames, ctx: Context) -> Contribution:
+    base = GENERIC.build(frames, ctx)
+    t = ctx.t
+    fio = frames.checks[frames.checks["name"] == "test_fio"]
+    extra = []
+    if not fio.empty:
+        rows = [[str(c.host or "—"), str(c.nodeid).rsplit("[", 1)[-1].rstrip("]")
+                 .removeprefix(f"{c.host}-"), str(c.measured or "—"), str(c.expected or "—"),
+                 outcome_word(t, str(c.outcome))] for c in fio.itertuples(index=False)]
+        extra.append((t("arrival.h_fio"), Table(
+            columns=[t("col.host"), t("arrival.col_job"), t("col.measured"),
+                     t("col.expected"), t("col.outcome")],
+            rows=rows, tones=[str(o) for o in fio["outcome"]])))
+    return _with(base, extra)
+
+
+G1_SECTION = SectionBuilder(build=build_g1, metrics=GENERIC.metrics,
+                            template=GENERIC.template)
+G2_SECTION = SectionBuilder(build=build_g2, metrics=GENERIC.metrics,
+                            template=GENERIC.template)
