@@ -9,6 +9,7 @@ from harness.errors import UsageError
 from harness.registry import GATE_IDS, GATES, before, from_gate, gate_spec
 from harness.report.i18n import load_catalog
 from harness.report.sections import SECTIONS, builder_for
+from harness.report.sections.arrival import G1_SECTION, G2_SECTION
 from harness.report.sections.g3 import G3 as G3_SECTION
 from harness.report.sections.generic import GENERIC
 
@@ -37,7 +38,8 @@ def test_every_gate_has_a_name_in_both_report_catalogs(lang: str) -> None:
 def test_report_sections_come_from_the_spec() -> None:
     assert {g.report_section for g in GATES} <= set(SECTIONS)
     assert builder_for("G3") is G3_SECTION
-    assert builder_for("G1") is GENERIC and builder_for(None) is GENERIC
+    assert builder_for("G1") is G1_SECTION and builder_for("G2") is G2_SECTION
+    assert builder_for("G4") is GENERIC and builder_for(None) is GENERIC
 
 
 def test_order_and_lookup() -> None:
