@@ -13,7 +13,7 @@ from harness.errors import MeasurementError
 from harness.g1 import judge
 from harness.g1.collect import HostReading
 from harness.g1.plan import HostPlan
-from harness.probes import gpu_health, lspci, nic, nvidia_smi, nvme
+from harness.probes import files, gpu_health, lspci, nic, nvidia_smi, nvme
 from harness.pytest_plugin import CheckRecorder, GateContext
 
 
@@ -58,6 +58,11 @@ def _judge_item(plan: HostPlan, item: str, reading: HostReading) -> judge.Findin
         return judge.volume(bom.volume, nvme.parse_list_subsys(_text(reading, "list-subsys")))
     if item == "os" and bom.os is not None:
         return judge.os_release(bom.os, _text(reading, "uname"), _text(reading, "os-release"))
+    if item == "software" and bom.software is not None:
+        return judge.software(bom.software, files.parse_versions(_text(reading, "packages")))
+    if item == "weights" and bom.weights is not None:
+        return judge.weights(bom.weights, files.parse_stat_sizes(_text(reading, "weights-size")),
+                             files.parse_sha256sum(_text(reading, "weights-sha256")))
     raise MeasurementError(f"no judge for item {item!r}", host=plan.host, stage="g1")
 
 

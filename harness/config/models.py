@@ -186,7 +186,26 @@ class OsBom(Frozen):
     kernel: str | None = None  # a prefix of `uname -r`
 
 
+class FileDigest(Frozen):
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class WeightsBom(Frozen):
+    """Model weights identified by a manifest: relative path -> size and sha256."""
+
+    directory: str = Field(min_length=1)
+    manifest: dict[str, FileDigest] = Field(min_length=1)
+
+
+class SoftwareBom(Frozen):
+    python: str = "python3"  # the engine's interpreter on the host
+    packages: dict[str, str] = Field(min_length=1, description="distribution -> version")
+
+
 class Bom(Frozen):
+    software: SoftwareBom | None = None
+    weights: WeightsBom | None = None
     gpu: GpuBom | None = None
     nvme: NvmeBom | None = None
     nic: NicBom | None = None

@@ -9,6 +9,7 @@ A host that cannot be reached is an error for that host only; a tool that is mis
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,12 @@ from harness.transport import Transport
 from harness.transport.result import CommandResult, describe, tail
 
 MISSING = 127  # the shell's "command not found"; a simulated host's "no capture"
+# Run by the engine's interpreter on the host: each distribution's version, null if absent.
+VERSIONS_SCRIPT = ("import importlib.metadata as m, json, sys\n"
+                   "def v(n):\n"
+                   "    try:\n        return m.version(n)\n"
+                   "    except m.PackageNotFoundError:\n        return None\n"
+                   "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,7 @@ class Probe:
     name: str  # artifact stem and lookup key: "nvidia-smi", "ethtool-i.eth0"
     argv: tuple[str, ...]
     sudo: bool = False
+    measured_codes: tuple[int, ...] = (0,)  # exit codes whose output is still a reading
 
 
 @dataclass
@@ -74,6 +82,14 @@ def probes_for(bom: Bom, health: Sequence[str], gdscheck: str) -> list[Probe]:
         wanted.append(Probe("list-subsys", ("nvme", "list-subsys", "-o", "json"), sudo=True))
     if bom.os is not None:
         wanted += [Probe("uname", ("uname", "-r")), Probe("os-release", ("cat", "/etc/os-release"))]
+    if bom.software is not None:
+        wanted.append(Probe("packages", (bom.software.python, "-c", VERSIONS_SCRIPT,
+                                         *sorted(bom.software.packages))))
+    if bom.weights is not None:
+        files = [posixpath.join(bom.weights.directory, f) for f in sorted(bom.weights.manifest)]
+        # exit 1 is "some file missing": a finding about the weights, not a failed probe
+        wanted += [Probe("weights-size", ("stat", "-c", "%s %n", *files), measured_codes=(0, 1)),
+                   Probe("weights-sha256", ("sha256sum", *files), measured_codes=(0, 1))]
     if "pcie" in health:
         wanted.append(Probe("lspci", ("lspci", "-vvv"), sudo=True))
     if "xid" in health:
@@ -111,7 +127,7 @@ def _run_one(transport: Transport, probe: Probe, host: str, artifact_dir: Path,
     command = describe(probe.argv, sudo=probe.sudo)
     if result.rc == MISSING:
         out.error = f"{command}: tool missing on the host ({tail(result.stderr, 200)})"
-    elif not result.ok:
+    elif result.rc not in probe.measured_codes:
         out.error = f"{command} exited {result.rc}: {tail(result.stderr or result.stdout, 300)}"
     return out
 

@@ -11,7 +11,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.config.models import GpuBom, NicBom, NvmeBom, OsBom, VolumeBom
+from harness.config.models import (
+    GpuBom,
+    NicBom,
+    NvmeBom,
+    OsBom,
+    SoftwareBom,
+    VolumeBom,
+    WeightsBom,
+)
 from harness.probes.gpu_health import GdsCheck
 from harness.probes.lspci import PciDevice
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
@@ -192,6 +200,32 @@ def os_release(bom: OsBom, kernel: str, release: str) -> Finding:
                                      bom.kernel and f"kernel {bom.kernel}*") if x)
     return Finding(expected or "any OS", f"{name}, kernel {kernel.strip()}", tuple(problems),
                    {"os": name, "kernel": kernel.strip()})
+
+
+def software(bom: SoftwareBom, versions: Mapping[str, str | None]) -> Finding:
+    problems = tuple(f"{name} {versions.get(name) or 'not installed'}, {want} ordered"
+                     for name, want in sorted(bom.packages.items())
+                     if versions.get(name) != want)
+    return Finding(", ".join(f"{n} {v}" for n, v in sorted(bom.packages.items())),
+                   ", ".join(f"{n} {versions.get(n) or '-'}" for n in sorted(bom.packages)),
+                   problems, {"software": dict(sorted(versions.items()))})
+
+
+def weights(bom: WeightsBom, sizes: Mapping[str, int], digests: Mapping[str, str]) -> Finding:
+    problems = []
+    for rel, want in sorted(bom.manifest.items()):
+        path = f"{bom.directory.rstrip('/')}/{rel}"
+        if path not in sizes:
+            problems.append(f"{rel}: missing")
+        elif sizes[path] != want.size:
+            problems.append(f"{rel}: {sizes[path]} bytes, {want.size} in the manifest")
+        elif digests.get(path) != want.sha256:
+            problems.append(f"{rel}: sha256 {str(digests.get(path))[:12]}..., "
+                            f"{want.sha256[:12]}... in the manifest")
+    total = sum(w.size for w in bom.manifest.values())
+    return Finding(f"{len(bom.manifest)} files, {total / GB:.2f} GB, as the manifest",
+                   f"{len(sizes)} of {len(bom.manifest)} files present, "
+                   f"{len(bom.manifest) - len(problems)} matching", tuple(problems))
 
 
 # -- health ---------------------------------------------------------------------------

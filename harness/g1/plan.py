@@ -14,7 +14,7 @@ from harness.config.inventory import Inventory
 from harness.config.models import G1_HEALTH, Bom, SiteConfig
 from harness.errors import UsageError
 
-ITEMS = ("gpu", "nvme", "nic", "gds", "volume", "os")
+ITEMS = ("gpu", "nvme", "nic", "gds", "volume", "os", "software", "weights")
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,17 @@ def _os() -> str:
                                        f"kernel: \"{kernel}\"") if x) + "}"
 
 
+def _software() -> str:
+    """The engine's packages as installed here: the simulated engine is gate's own (no
+    model weights to identify, so no `weights` item)."""
+    import importlib.metadata as metadata
+    import sys
+
+    packages = {name: metadata.version(name) for name in ("gate-harness", "aiohttp")}
+    listed = ", ".join(f"{n}: \"{v}\"" for n, v in packages.items())
+    return f"{{python: \"{sys.executable}\", packages: {{{listed}}}}}"
+
+
 def g1_yaml(scenario: str) -> str:
     """The `gates.g1` section of the demo's gate.yaml (indented under `gates:`)."""
     gpu = _profile(gpu_hardware(scenario))
@@ -88,6 +99,7 @@ def g1_yaml(scenario: str) -> str:
         nic: {_nic(gpu)}
         gds: true
         os: {_os()}
+        software: {_software()}  # the simulated engine's own packages
       storage:
         nic: {_nic(_profile(STORAGE_HARDWARE))}
       client:

@@ -125,3 +125,45 @@ def test_volume_paths() -> None:
         "1 live tcp path(s), 2 needed",)
     assert judge.volume(VolumeBom(nqn="nqn.other"), subs).problems == (
         "NQN nqn.other not connected",)
+
+
+def test_software_and_weights_from_real_tool_output(tmp_path: Path) -> None:
+    """sha256sum, stat and the versions script run for real on files made here."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from harness.config.models import FileDigest, SoftwareBom, WeightsBom
+    from harness.g1.collect import VERSIONS_SCRIPT
+    from harness.probes import files
+
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "model-00001.safetensors").write_bytes(b"weights" * 1000)
+    (tmp_path / "w" / "config.json").write_text('{"layers": 64}')
+    manifest = {p.name: FileDigest(size=p.stat().st_size,
+                                   sha256=hashlib.sha256(p.read_bytes()).hexdigest())
+                for p in (tmp_path / "w").iterdir()}
+    manifest["tokenizer.json"] = FileDigest(size=1, sha256="0" * 64)
+    paths = [str(tmp_path / "w" / name) for name in sorted(manifest)]
+    sizes = subprocess.run(["stat", "-c", "%s %n", *paths], capture_output=True, text=True)
+    sums = subprocess.run(["sha256sum", *paths], capture_output=True, text=True)
+    assert sizes.returncode == 1 and sums.returncode == 1  # one file is missing
+    found = judge.weights(WeightsBom(directory=str(tmp_path / "w"), manifest=manifest),
+                          files.parse_stat_sizes(sizes.stdout),
+                          files.parse_sha256sum(sums.stdout))
+    assert found.problems == ("tokenizer.json: missing",)
+    (tmp_path / "w" / "config.json").write_text('{"layers": 65}')
+    sums = subprocess.run(["sha256sum", *paths[:2]], capture_output=True, text=True)
+    bom = WeightsBom(directory=str(tmp_path / "w"), manifest=manifest)
+    changed = judge.weights(bom, files.parse_stat_sizes(sizes.stdout),
+                            files.parse_sha256sum(sums.stdout))
+    assert changed.problems[0].startswith("config.json: sha256 ")
+
+    out = subprocess.run([sys.executable, "-c", VERSIONS_SCRIPT, "pydantic", "no-such-dist"],
+                         capture_output=True, text=True, check=True).stdout
+    versions = files.parse_versions(out)
+    assert versions["no-such-dist"] is None and versions["pydantic"]
+    ok = judge.software(SoftwareBom(packages={"pydantic": str(versions["pydantic"])}), versions)
+    assert ok.ok and ok.facts["software"] == versions
+    miss = judge.software(SoftwareBom(packages={"no-such-dist": "1.0"}), versions)
+    assert miss.problems == ("no-such-dist not installed, 1.0 ordered",)
