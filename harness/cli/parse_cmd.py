@@ -47,7 +47,7 @@ def _show(value: object, indent: str = "") -> list[str]:
     return lines
 
 
-@click.command(epilog=f"Kinds (auto: detect from the output):\n\n{_KIND_HELP}")
+@click.command(epilog=f"Kinds (auto: detect from the output):\n\n\b\n{_KIND_HELP}")
 @click.argument("kind_name", metavar="KIND", type=click.Choice(("auto", *KIND_NAMES)))
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @json_option

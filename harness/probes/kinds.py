@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import ParseError
-from harness.probes import fio, gpu_health, lspci, nic, nvidia_smi, nvme
+from harness.probes import fio, gpu_health, lspci, nic, nvidia_smi, nvidia_smi_text, nvme
 from harness.probes.diskstats import parse_diskstats
 
 
@@ -23,6 +23,8 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind("nvidia-smi-xml", "nvidia-smi -q -x", nvidia_smi.parse_nvidia_smi_xml,
          r"<nvidia_smi_log>"),
+    Kind("nvidia-smi-text", "nvidia-smi -q", nvidia_smi_text.parse_nvidia_smi_text,
+         r"=+NVSMI LOG=+"),
     Kind("nvidia-smi-csv", "nvidia-smi --query-gpu=... --format=csv[,nounits]",
          nvidia_smi.parse_query_gpu_csv, r"^\s*(name|index|uuid|pci\.bus_id|timestamp|"
          r"driver_version|serial)\b[^\n]*,"),

@@ -18,6 +18,7 @@ HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"
 # file-name prefix -> the kind `auto` must detect
 PREFIX = {
     "nvidia-smi-q-x": "nvidia-smi-xml", "nvidia-smi-query-gpu-csv": "nvidia-smi-csv",
+    "nvidia-smi-q_": "nvidia-smi-text",
     "nvidia-smi-topo-m": "nvidia-smi-topo", "nvme-list-json": "nvme-list",
     "nvme-smart-log": "nvme-smart-log", "nvme-id-ctrl": "nvme-id-ctrl", "lsblk": "lsblk",
     "lspci": "lspci", "ibstat": "ibstat", "ibv_devinfo": "ibv-devinfo",
@@ -93,6 +94,23 @@ def test_nvidia_smi_xml_garbled_names_the_line() -> None:
     text = read("nvidia-smi-q-x_telegraf_tesla-t4_drv515.xml").replace("</serial>", "</seria>", 1)
     with pytest.raises(ParseError, match=r"line 28"):
         nvidia_smi.parse_nvidia_smi_xml(text)
+
+
+def test_nvidia_smi_text_log_reads_like_the_xml() -> None:
+    from harness.probes.nvidia_smi_text import parse_nvidia_smi_text
+
+    name = "nvidia-smi-q_multilanglearning_rtx4070-laptop_drv566_wddm.txt"
+    log = parse_nvidia_smi_text(read(name))
+    assert (log.driver_version, log.cuda_version, log.attached_gpus) == ("566.36", "12.7", 1)
+    (gpu,) = log.gpus
+    assert gpu.name == "NVIDIA GeForce RTX 4070 Laptop GPU" and gpu.serial is None  # N/A
+    assert gpu.pci_bus_id == "00000000:01:00.0" and gpu.memory_bytes == 8188 * 2**20
+    assert (gpu.link_width_current, gpu.link_width_max, gpu.link_gen_max) == (8, 8, 4)
+    assert gpu.ecc_enabled is None and gpu.ecc_volatile_uncorrectable is None
+    assert gpu.remapped_rows_uncorrectable == 0 and gpu.remap_failure is False
+    shifted = read(name).replace("    Product Name", "   Product Name", 1)
+    with pytest.raises(ParseError, match=r"nvidia-smi -q line 10: indent of 3"):
+        parse_nvidia_smi_text(shifted)
 
 
 def test_query_gpu_csv_with_and_without_units() -> None:
