@@ -87,13 +87,26 @@ def _judge_health(plan: HostPlan, health: str, reading: HostReading) -> judge.Fi
     raise MeasurementError(f"no judge for health check {health!r}", host=plan.host, stage="g1")
 
 
+SERIALS = ("gpu serials", "nvme serials", "nic guids", "pci serials")
+
+
 def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
             finding: judge.Finding) -> None:
     check.expect(finding.expected)
-    check.measure(finding.found)
+    changed = []
     for fact, value in finding.facts.items():
+        if fact in SERIALS:  # a part replaced since the last arrival (an RMA) is shown
+            run, before = gate.recorder.earlier_facts(fact).get(plan.host, (None, None))
+            if run is not None and before != value:
+                changed.append(f"{fact} changed since run {run}")
+                gate.recorder.host_fact(host=plan.host, key=f"serial change: {fact}",
+                                        value={"since run": run, "before": before,
+                                               "after": value}, simulated=gate.simulated)
+                gate.recorder.event(source="g1", name="serial change", host=plan.host,
+                                    status="changed", message=f"{fact}: {before} -> {value}")
         gate.recorder.host_fact(host=plan.host, key=fact, value=value,
                                 simulated=gate.simulated)
+    check.measure(finding.found + (f" ({'; '.join(changed)})" if changed else ""))
     if not finding.ok:  # a measured miss: STOP-LOSS naming host, item, expected, found
         pytest.fail(f"{plan.host} {key}: {'; '.join(finding.problems)} (expected "
                     f"{finding.expected}; found {finding.found})", pytrace=False)

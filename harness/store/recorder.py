@@ -41,6 +41,10 @@ class RunRecorder:
         store_runs.add_host_fact(self.store, self.run_id, host=host, key=key, value=value,
                                  simulated=simulated)
 
+    def earlier_facts(self, key: str) -> dict[str, tuple[int, Any]]:
+        """host -> (run, value) of `key` in this campaign's earlier runs of the same gate."""
+        return store_runs.earlier_facts(self.store, self.run_id, key)
+
     def artifact(self, path: Path, *, kind: str = "", host: str | None = None) -> str:
         """A file the run produced (kept under the run's artifact dir): recorded with its
         sha256, which `gate export` verifies; returns the digest."""

@@ -85,8 +85,9 @@ def build_g1(frames: RunFrames, ctx: Context) -> Contribution:
     health = matrix(frames.checks, t, ("test_health",))
     if health is not None:
         extra.append((t("arrival.h_health"), health))
-    serials = facts_table(frames.facts, t, ("gpu serials", "nvme serials", "nic guids",
-                                            "pci serials", "gpu driver", "cuda", "kernel"))
+    serials = facts_table(frames.facts, t, ("serial change", "gpu serials", "nvme serials",
+                                            "nic guids", "pci serials", "gpu driver", "cuda",
+                                            "kernel"))
     if serials is not None:
         extra.append((t("arrival.h_serials"), serials))
     return _with(base, extra)
