@@ -8,8 +8,9 @@ ordered. Whether a missing output is an ERROR is the caller's business, not deci
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from harness.config.models import (
     GpuBom,
@@ -27,6 +28,7 @@ from harness.probes.nvidia_smi import NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, SmartLog, Subsystem
 
 GB = 1e9
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,18 @@ def _count_problem(what: str, model: str, want: int, have: int, others: Sequence
     return f"{have} {what} {model}, {want} ordered{extra}"
 
 
+def _ordered(model: str, count: int, parts: Sequence[T],
+             name: Callable[[T], str | None]) -> tuple[list[T], list[str]]:
+    """The parts whose name matches the ordered model, and the count problem if any."""
+    matching = [p for p in parts if _matches(model, name(p))]
+    if len(matching) == count:
+        return matching, []
+    others = [name(p) or "?" for p in parts if p not in matching]
+    return matching, [_count_problem("x", model, count, len(matching), others)]
+
+
 def gpu(bom: GpuBom, log: NvidiaSmiLog) -> Finding:
-    matching = [g for g in log.gpus if _matches(bom.model, g.name)]
-    others = [g.name or "?" for g in log.gpus if g not in matching]
-    problems = []
-    if len(matching) != bom.count:
-        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    _, problems = _ordered(bom.model, bom.count, log.gpus, lambda g: g.name)
     if bom.min_driver and not at_least(log.driver_version, bom.min_driver):
         problems.append(f"driver {log.driver_version or 'unknown'} < {bom.min_driver}")
     if bom.min_cuda and not at_least(log.cuda_version, bom.min_cuda):
@@ -84,11 +92,7 @@ def gpu(bom: GpuBom, log: NvidiaSmiLog) -> Finding:
 
 def nvme(bom: NvmeBom, namespaces: Sequence[NvmeNamespace]) -> Finding:
     drives = {(n.controller or n.device, n.serial): n for n in namespaces}.values()
-    matching = [d for d in drives if _matches(bom.model, d.model)]
-    others = [d.model or "?" for d in drives if d not in matching]
-    problems = []
-    if len(matching) != bom.count:
-        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    matching, problems = _ordered(bom.model, bom.count, list(drives), lambda d: d.model)
     if bom.min_capacity_gb is not None:
         small = [d for d in matching if (d.size_bytes or 0) < bom.min_capacity_gb * GB]
         problems += [f"{d.device}: {(d.size_bytes or 0) / GB:.0f} GB < {bom.min_capacity_gb:g} GB"
@@ -106,11 +110,7 @@ def nvme(bom: NvmeBom, namespaces: Sequence[NvmeNamespace]) -> Finding:
 
 
 def nic_ib(bom: NicBom, cas: Sequence[IbDevice]) -> Finding:
-    matching = [c for c in cas if _matches(bom.model, c.model)]
-    others = [c.model or "?" for c in cas if c not in matching]
-    problems = []
-    if len(matching) != bom.count:
-        problems.append(_count_problem("x", bom.model, bom.count, len(matching), others))
+    matching, problems = _ordered(bom.model, bom.count, cas, lambda c: c.model)
     if bom.min_rate_gbps is not None:
         problems += [f"{c.name} port {p.number}: rate {p.rate_gbps or 0:g} Gb/s < "
                      f"{bom.min_rate_gbps:g}" for c in matching for p in c.ports

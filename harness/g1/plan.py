@@ -46,7 +46,7 @@ def host_plans(config: SiteConfig, inventory: Inventory) -> list[HostPlan]:
                     f"host {spec.name} is in groups {plans[spec.name].group} and {group}, "
                     "both with a BOM", key=f"gates.g1.bom.{group}",
                     hint="give the host one group with a BOM")
-            items = tuple(i for i in ITEMS if getattr(bom, i) is not None)
+            items = tuple(i for i in ITEMS if getattr(bom, i) not in (None, False))
             plans[spec.name] = HostPlan(spec.name, group, bom, items, _health(bom))
     return [plans[name] for name in sorted(plans)]
 

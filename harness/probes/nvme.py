@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from harness.errors import ParseError
 from harness.probes.jsondoc import items, load_json, obj, opt_str
-from harness.probes.values import json_int
+from harness.probes.values import json_int, size_bytes
 
 
 @dataclass(frozen=True)
@@ -176,8 +176,8 @@ class BlockDevice:
 
 
 def _size(value: object) -> int | None:
+    """lsblk -b prints bytes; without -b a size like "1.8T" (binary units)."""
     if isinstance(value, str) and value and value[-1] in "KMGTP":
-        from harness.probes.values import size_bytes
         return size_bytes(value[:-1] + " " + value[-1], what="lsblk size")
     return json_int(value, what="lsblk size")
 
