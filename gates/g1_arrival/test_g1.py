@@ -55,7 +55,10 @@ def _judge_item(plan: HostPlan, item: str, reading: HostReading) -> judge.Findin
     if item == "gds":
         return judge.gds(gpu_health.parse_gdscheck(_text(reading, "gdscheck")))
     if item == "volume" and bom.volume is not None:
-        return judge.volume(bom.volume, nvme.parse_list_subsys(_text(reading, "list-subsys")))
+        namespaces = (nvme.parse_nvme_list(_text(reading, "nvme-list"))
+                      if bom.volume.min_size_gb is not None else [])
+        return judge.volume(bom.volume, nvme.parse_list_subsys(_text(reading, "list-subsys")),
+                            namespaces)
     if item == "os" and bom.os is not None:
         return judge.os_release(bom.os, _text(reading, "uname"), _text(reading, "os-release"))
     if item == "software" and bom.software is not None:

@@ -80,6 +80,8 @@ def probes_for(bom: Bom, health: Sequence[str], gdscheck: str) -> list[Probe]:
         wanted.append(Probe("gdscheck", (gdscheck, "-p")))
     if bom.volume is not None:
         wanted.append(Probe("list-subsys", ("nvme", "list-subsys", "-o", "json"), sudo=True))
+        if bom.volume.min_size_gb is not None and bom.nvme is None:  # its namespaces' sizes
+            wanted.append(Probe("nvme-list", ("nvme", "list", "-o", "json"), sudo=True))
     if bom.os is not None:
         wanted += [Probe("uname", ("uname", "-r")), Probe("os-release", ("cat", "/etc/os-release"))]
     if bom.software is not None:

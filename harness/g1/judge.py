@@ -174,7 +174,8 @@ def gds(check: GdsCheck) -> Finding:
 def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],
            namespaces: Sequence[NvmeNamespace] = ()) -> Finding:
     sub = next((s for s in subsystems if s.nqn == bom.nqn), None)
-    expected = f"{bom.nqn} over {bom.transport}, >= {bom.min_paths} live path(s)"
+    expected = f"{bom.nqn} over {bom.transport}, >= {bom.min_paths} live path(s)" + (
+        f", >= {bom.min_size_gb:g} GB" if bom.min_size_gb is not None else "")
     if sub is None:
         seen = ", ".join(s.nqn or "?" for s in subsystems) or "none"
         return Finding(expected, f"not connected (subsystems: {seen})",
@@ -185,6 +186,12 @@ def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],
         problems.append(f"{len(live)} live {bom.transport} path(s), {bom.min_paths} needed")
     found = f"{sub.name}: " + ", ".join(f"{p.controller} {p.transport} {p.address} {p.state}"
                                         for p in sub.paths)
+    if bom.min_size_gb is not None:
+        sizes = [n.size_bytes or 0 for n in namespaces if n.subsystem_nqn == bom.nqn]
+        size = sum(sizes) / GB
+        found += f"; {len(sizes)} namespace(s), {size:.0f} GB"
+        if size < bom.min_size_gb:
+            problems.append(f"volume {size:.0f} GB < {bom.min_size_gb:g} GB")
     return Finding(expected, found, tuple(problems), {"volume paths": len(sub.paths)})
 
 

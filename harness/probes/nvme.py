@@ -24,6 +24,7 @@ class NvmeNamespace:
     size_bytes: int | None
     transport: str | None  # pcie, tcp, rdma, fc (2.11 layout only)
     address: str | None  # PCI address or traddr=...
+    subsystem_nqn: str | None = None  # 2.11 layout only: which volume a namespace is
 
 
 def _dev(name: object) -> str:
@@ -46,7 +47,8 @@ def parse_nvme_list(raw: str) -> list[NvmeNamespace]:
                             opt_str(ctrl.get("ModelNumber")), opt_str(ctrl.get("SerialNumber")),
                             opt_str(ctrl.get("Firmware")),
                             json_int(ns.get("PhysicalSize"), what="PhysicalSize"),
-                            opt_str(ctrl.get("Transport")), opt_str(ctrl.get("Address"))))
+                            opt_str(ctrl.get("Transport")), opt_str(ctrl.get("Address")),
+                            opt_str(sub.get("SubsystemNQN"))))
         else:
             out.append(NvmeNamespace(
                 _dev(dev.get("DevicePath")), None, opt_str(dev.get("ModelNumber")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,20 @@ def test_volume_paths() -> None:
         "1 live tcp path(s), 2 needed",)
     assert judge.volume(VolumeBom(nqn="nqn.other"), subs).problems == (
         "NQN nqn.other not connected",)
+
+
+def test_volume_size_from_the_namespaces_of_its_nqn() -> None:
+    """nvme-cli 2.11 names each namespace's subsystem: the volume's size is theirs."""
+    drives = nvme.parse_nvme_list(read("nvme-list-json_netdata_v2.11_3x-firecuda530.json"))
+    nqn = drives[0].subsystem_nqn
+    assert nqn is not None and nqn.endswith("Seagate FireCuda 530 ZP4000GM30023")
+    path = {"Name": "nvme0", "Transport": "pcie", "Address": "0000:01:00.0", "State": "live"}
+    subs = nvme.parse_list_subsys(json.dumps(
+        [{"Subsystems": [{"Name": "nvme-subsys0", "NQN": nqn, "Paths": [path]}]}]))
+    bom = VolumeBom(nqn=nqn, transport="pcie", min_size_gb=4000)
+    assert judge.volume(bom, subs, drives).ok
+    big = VolumeBom(nqn=nqn, transport="pcie", min_size_gb=8000)
+    assert judge.volume(big, subs, drives).problems == ("volume 4001 GB < 8000 GB",)
 
 
 def test_software_and_weights_from_real_tool_output(tmp_path: Path) -> None:
