@@ -52,11 +52,13 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     from rich.table import Table
 
     from harness.cli.common import stderr_console
+    from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer
     from harness.demo import DEMO_SPEED, run_demo
     from harness.registry import GATES
 
     err = stderr_console()
+    check_output(Path(out), "--out", directory=True)
     result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
                       events=_Shown(),
                       progress=check_printer(), say=err.print)

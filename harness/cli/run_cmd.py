@@ -91,7 +91,7 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if dry_run:
         from harness.cli.dry_run import print_plan
 
-        sys.exit(print_plan(gate, config_path, overrides))
+        sys.exit(print_plan(gate, config_path, overrides, inventory_path))
     from harness.campaign import run_one
 
     req = _request(gate, config_path, overrides, inventory_path, db_url, force,

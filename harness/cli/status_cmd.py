@@ -27,14 +27,21 @@ def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else ""
 
 
-def _campaign_or_fail(config_path: str, explicit: str | None, store: Any) -> str:
+def _campaign_or_fail(name: str | None, explicit: str | None, store: Any) -> str:
+    """`name` (from --campaign or the config), checked against the store; else the store's
+    only campaign."""
     from harness.errors import UsageError
     from harness.store import runs as store_runs
 
-    name = campaign_name(config_path, explicit)
+    names = store_runs.campaign_names(store)
+    if name and explicit and name not in names:  # a typo must not list empty gates, exit 0
+        from harness.errors import NotFoundError
+
+        raise NotFoundError(f"no campaign {name!r} in {store.url}"
+                            + (f" (campaigns here: {', '.join(names)})" if names else ""),
+                            what="campaign", name=name)
     if name:
         return name
-    names = store_runs.campaign_names(store)
     if len(names) == 1:
         return names[0]
     raise UsageError("which campaign?", hint="pass --campaign NAME or -c gate.yaml"
@@ -81,9 +88,14 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     from harness.campaign import gate_states
     from harness.registry import gate_spec
     from harness.store import runs as store_runs
+    from harness.store.db import absent_file
 
-    store = open_store(db_url)
-    name = _campaign_or_fail(config_path, campaign, store)
+    configured = campaign_name(config_path, campaign)  # a bad config first, then the store
+    # A site's config before its first run: every gate "not run", from an empty store in
+    # memory rather than a new gate.db left in the current directory.
+    fresh = configured is not None and campaign is None and absent_file(db_url) is not None
+    store = open_store("sqlite://" if fresh else db_url, existing=True)
+    name = _campaign_or_fail(configured, campaign, store)
     states = gate_states(store, name)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -156,7 +168,7 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 
     from harness.store import runs as store_runs
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     rows = [_run_dict(store, r) for r in store_runs.runs(store, campaign=campaign, gate=gate)]
     if as_json:
         emit_json(rows)
@@ -184,7 +196,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
     from harness.config.decision import deviations
     from harness.store import runs as store_runs
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     d = _run_dict(store, store_runs.get_run(store, run_id))
     d["uid"] = store_runs.get_run(store, run_id).uid  # unique across stores and sites
     d["checks"] = [
@@ -246,7 +258,7 @@ def runs_abort(obj: dict[str, Any] | None, run_id: int, config_path: str, db_url
     from harness.campaign import abort, needs_site_config
     from harness.errors import UsageError
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     loaded = None
     if not keep_engines and needs_site_config(store, run_id):
         if not Path(config_path).exists():
@@ -273,5 +285,6 @@ def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) ->
     band (INCONCLUSIVE 'above band: needs sign-off' becomes PASS, signed)."""
     from harness.campaign import sign_off
 
-    verdict = sign_off(open_store(db_url), run_id, role=role, name=name, note=note)
+    verdict = sign_off(open_store(db_url, existing=True), run_id, role=role, name=name,
+                       note=note)
     click.echo(f"run {run_id}: signed by {name} ({role}); counts as {verdict}")
