@@ -26,20 +26,79 @@ SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107
 DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
 
 
-def free_port_pair() -> int:
-    """A port P with P and P+1 free on loopback (TP4x2 needs two)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port < 65000:
-            with socket.socket() as s2:
-                try:
-                    s2.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-            return port
-    raise OSError("no two adjacent free ports on loopback")
+PORT_LOCKS = "gate-demo-ports"  # under the temp dir: one lock file per port a demo holds
+
+
+class PortLease:
+    """Ports P and P+1 on loopback (TP4x2 needs two), held for a whole demo.
+
+    Why: the engines rebind their port at every cold restart (hundreds per demo). A port
+    the kernel hands out for port 0 is an ephemeral one, which a second demo beside this
+    one (or any outgoing connection, the load generator's own) may take in the moment an
+    engine is down: "address already in use" in the middle of G3. So the lease picks a
+    port below the kernel's ephemeral range and holds an flock on a lock file per port
+    until `release`, which every other demo's lease respects."""
+
+    def __init__(self, port: int, files: list[int]) -> None:
+        self.port = port
+        self._files = files
+
+    @classmethod
+    def take(cls, attempts: int = 200) -> PortLease:
+        import fcntl
+        import os
+        import random
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / PORT_LOCKS
+        folder.mkdir(exist_ok=True)
+        low, high = _below_ephemeral()
+        rng = random.Random()
+        for _ in range(attempts):
+            port = rng.randrange(low, high)
+            files: list[int] = []
+            try:
+                for p in (port, port + 1):
+                    fd = os.open(folder / f"{p}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+                    files.append(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if all(_bindable(p) for p in (port, port + 1)):
+                    return cls(port, files)
+            except OSError:
+                pass
+            for fd in files:
+                os.close(fd)
+        raise OSError(f"no two adjacent free ports on loopback in {low}..{high}")
+
+    def release(self) -> None:
+        import os
+
+        for fd in self._files:
+            os.close(fd)
+        self._files = []
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def _below_ephemeral() -> tuple[int, int]:
+    """A range of ports the kernel does not hand out on its own (Linux: below
+    ip_local_port_range); 20000..32000 when that cannot be read."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    low = 20000 if first > 21000 else 1025
+    return low, max(low + 100, first - 2)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _engine_cmd(verb: str, state: Path, extra: list[str]) -> str:
@@ -131,17 +190,25 @@ class DemoSite:
     root: Path
     config: Path
     db_url: str
+    ports: PortLease  # held while the site's engines may run; release() when done
 
 
 def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
-    root = out / f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
-    root.mkdir(parents=True, exist_ok=False)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
+    for n in range(100):  # two demos started in the same second each get their own
+        root = out / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            root.mkdir(parents=True, exist_ok=False)
+            break
+        except FileExistsError:
+            continue
     (root / "storage").mkdir()
     (root / "hosts.ini").write_text(INVENTORY, encoding="utf-8")
     (root / "known_hosts").touch()
     config = root / "gate.yaml"
-    config.write_text(site_yaml(root, scenario, free_port_pair(), speed), encoding="utf-8")
-    return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}")
+    ports = PortLease.take()
+    config.write_text(site_yaml(root, scenario, ports.port, speed), encoding="utf-8")
+    return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}", ports)
 
 
 def _stop_leftovers(root: Path) -> None:
@@ -216,6 +283,7 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
                              GATES, skip_unbuilt=True, events=events, progress=progress)
     finally:
         _stop_leftovers(site.root)
+        site.ports.release()
         if spawner is not None:
             from harness.sim.spawn_client import stop_spawner
 

@@ -20,7 +20,7 @@ def check_printer() -> Progress:
 
         word = str(getattr(verdict, "value", verdict))
         where = f" [{host}]" if host else ""  # square brackets: escaped, not markup
-        tail = f" - {message[:160]}" if message and word != "PASS" else ""
+        tail = f" - {message[:240]}" if message and word != "PASS" else ""
         console.print(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] "
                       f"{escape(name + where + tail)}", highlight=False, markup=True)
 

@@ -10,6 +10,7 @@ the throughput counts that length, never the server's own token count.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -91,12 +92,24 @@ class G3Session:
         return self.gate.loaded.config
 
     def start(self, arm: str, layout: Layout, *, preflight: bool = False) -> Observation:
-        self.control.start(arm, layout)
+        self._all_or_nothing(self.control.start, arm, layout)
         return self.watch.observe(arm, layout, as_fact=preflight)
 
     def restart(self, arm: str, layout: Layout) -> Observation:
-        self.control.restart(arm, layout)
+        self._all_or_nothing(self.control.restart, arm, layout)
         return self.watch.observe(arm, layout)
+
+    def _all_or_nothing(self, action: Callable[[str, Layout], float], arm: str,
+                        layout: Layout) -> None:
+        """A start that failed on one instance (its port taken, ...) leaves the others up:
+        stop the arm before the error goes on, or the retry finds "an engine is already
+        running here" instead of the first error."""
+        try:
+            action(arm, layout)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first error is the one to report
+                self.stop(arm, layout)
+            raise
 
     def stop(self, arm: str, layout: Layout) -> None:
         self.control.stop(arm, layout)
