@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from harness.campaign import CampaignEvents, CampaignStep
     from harness.runner import Progress
+    from harness.store import Store
 
 SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline"}
 SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
@@ -239,12 +240,64 @@ def _start_spawner(root: Path, say: Callable[[str], None]) -> Path | None:
     return sock
 
 
+class LoadWatch:
+    """The machine's 1-minute load average, sampled while the demo runs (its highest):
+    the demo's engines and load generator share these cores with whatever else runs."""
+
+    def __init__(self, every: float = 2.0) -> None:
+        import threading
+
+        self.highest = 0.0
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="load-watch", daemon=True)
+
+    def _sample(self) -> None:
+        import os
+
+        while True:
+            self.highest = max(self.highest, os.getloadavg()[0])
+            if self._stop.wait(self._every):
+                return
+
+    def __enter__(self) -> LoadWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def busy_line(load: float, cores: int, healths: list[tuple[float, dict[str, object]]]) -> str:
+    """One line saying the machine was too busy for the simulated lab, with what was
+    measured; '' when it was not. The demo alone keeps about one core per engine busy,
+    so a load above cores + 1 means other jobs competed; a simulator that woke later than
+    a tenth of a phase behind its schedule had its modelled timings stretched."""
+    worst_share = 0.0
+    worst_s = 0.0
+    for duration, health in healths:
+        lag = health.get("sim_lag_max_s")
+        if isinstance(lag, int | float) and duration > 0:
+            worst_s = max(worst_s, float(lag))
+            worst_share = max(worst_share, float(lag) / duration)
+    loaded = load > cores + 1
+    lagging = worst_share > 0.10
+    if not (loaded or lagging):
+        return ""
+    return (f"this machine was too busy for the simulated lab: load average up to {load:.1f} "
+            f"on {cores} cores, the simulator up to {worst_s:.2f} s ({worst_share:.0%} of a "
+            "phase) behind its schedule; the arms' ratios compress under load, so rerun "
+            "`gate demo` when the machine is quieter (docs/metrics.md \"Phase health\")")
+
+
 @dataclass(frozen=True)
 class DemoOutcome:
     site: DemoSite
     steps: list[CampaignStep]
     reports: list[Path]
     report_problem: str  # why no report was rendered, or ''
+    busy: str = ""  # busy_line() for G3's run, when the machine was too busy
 
     @property
     def exit_code(self) -> int:
@@ -278,9 +331,10 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
     store = Store(site.db_url)
     spawner = _start_spawner(site.root, say)
     try:
-        steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
-                                        artifact_root=site.root / "artifacts"),
-                             GATES, skip_unbuilt=True, events=events, progress=progress)
+        with LoadWatch() as load:
+            steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
+                                            artifact_root=site.root / "artifacts"),
+                                 GATES, skip_unbuilt=True, events=events, progress=progress)
     finally:
         _stop_leftovers(site.root)
         site.ports.release()
@@ -300,4 +354,19 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
         problem = "not available in this version"
     except GateError as exc:
         problem = exc.one_line()
-    return DemoOutcome(site, steps, reports, problem)
+    return DemoOutcome(site, steps, reports, problem, _busy(store, steps, load.highest))
+
+
+def _busy(store: Store, steps: list[CampaignStep], load: float) -> str:
+    """busy_line() for G3's run when it did not PASS (a PASS needs no excuse)."""
+    import os
+
+    from harness.store import runs as store_runs
+    from harness.verdict import Verdict
+
+    for step in steps:
+        if step.gate.id == "G3" and step.outcome is not None \
+                and step.outcome.verdict is not Verdict.PASS:
+            return busy_line(load, os.cpu_count() or 1,
+                             store_runs.measured_phase_health(store, step.outcome.run_id))
+    return ""

@@ -79,6 +79,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
             reason, run_id = step.outcome.reason, str(step.outcome.run_id)
         table.add_row(spec.id, spec.title, verdict, run_id, reason[:70])
     Console().print(table)
+    if result.busy:
+        err.print(f"[yellow]note:[/] {result.busy}", highlight=False)
     for path in result.reports:
         print(f"report: {path}")
     print(f"store: {result.site.db_url}")
