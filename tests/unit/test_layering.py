@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
                    "harness.registry")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
-                    ROOT)),
+                    "harness.labels", ROOT)),
 )
 
 # Leaves: only the command line and the workflow may import them; each imports only what
