@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sim": ("harness.cli.sim_cmd", "sim", "Run the simulated engine."),
     "demo": ("harness.cli.demo_cmd", "demo", "The whole campaign against the simulated lab."),
     "db": ("harness.cli.db_cmd", "db", "Store maintenance (upgrade)."),
+    "config": ("harness.cli.config_cmd", "config",
+               "Show the effective config; validate it with the inventory."),
 }
 
 EPILOG = """Exit codes: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / configuration /

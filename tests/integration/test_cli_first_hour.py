@@ -182,3 +182,20 @@ def test_status_before_the_first_run_lists_the_gates_and_writes_nothing(
     assert out.returncode == 0, out.stderr
     assert '"verdict": "not run"' in out.stdout
     assert not (site_dir / "gate.db").exists()
+
+
+def test_config_show_and_validate(gate_cli: GateRunner, g3_site: Path) -> None:
+    import json
+
+    shown = gate_cli("config", "show", "--json", "--set", "gates.g3.tiers=[16]")
+    assert shown.returncode == 0, shown.stderr
+    effective = json.loads(shown.stdout)
+    assert effective["gates"]["g3"]["tiers"] == [16]
+    assert effective["gates"]["g3"]["estimate"]["start_s"] == 300.0  # a default, filled in
+    ok = gate_cli("config", "validate")
+    assert ok.returncode == 0, ok.stderr
+    assert "G3: ok (layout hosts gpu1)" in ok.stdout
+    hosts = g3_site / "hosts.ini"
+    hosts.write_text(hosts.read_text().replace("gpu1 ansible_host=10.20.0.11\n", ""))
+    line = one_error_line(gate_cli("config", "validate"))
+    assert "layouts[0].instances[0].host: host 'gpu1' is not in the inventory" in line
