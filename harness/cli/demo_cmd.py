@@ -53,15 +53,16 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
 
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
-    from harness.cli.progress import check_printer
+    from harness.cli.progress import check_printer, live_progress
     from harness.demo import DEMO_SPEED, run_demo
     from harness.registry import GATES
 
     err = stderr_console()
     check_output(Path(out), "--out", directory=True)
-    result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                      events=_Shown(),
-                      progress=check_printer(), say=err.print)
+    with live_progress():
+        result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
+                          events=_Shown(),
+                          progress=check_printer(), say=err.print)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
     table = Table(title=f"demo ({scenario}) - SIMULATED")

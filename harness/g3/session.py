@@ -46,7 +46,9 @@ from harness.g3.rules import (
     phase_tokens,
 )
 from harness.loadgen import storage
+from harness.loadgen.engine import OnBatch
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
@@ -84,6 +86,7 @@ class G3Session:
     preflights: dict[str, Preflight] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
+    phases_started: int = 0  # for progress: how far the gate is
     # Where load phases run (a later issue adds an agent on the client host).
     executor: Executor = field(default_factory=InProcessExecutor)
 
@@ -192,8 +195,16 @@ class G3Session:
                                      params=phase_params(specs, urls, cfg, docs))
 
             spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
+
+            def shown(phase: str, sink: OnBatch) -> OnBatch:
+                self.phases_started += 1
+                return counted(Where(gate="G3", layout=layout.name, tier=cell.tier, arm=arm,
+                                     repetition=rep, phase=phase, total=len(specs),
+                                     phase_no=self.phases_started,
+                                     phases_planned=self._phases_planned()), sink)
+
             warm = begin("warm")
-            w = self.executor.run(spec, warm.sink)
+            w = self.executor.run(spec, shown("warm", warm.sink))
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
             _some_succeeded(w.records, "warm", arm)
@@ -206,7 +217,7 @@ class G3Session:
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler, \
                     MetricsSampler(urls, ev.metrics_interval) as metrics:
-                m = self.executor.run(spec, bench.sink)
+                m = self.executor.run(spec, shown("measured", bench.sink))
             if m.health.sim_lag_mean_ms is not None:
                 # Only the simulator reports its schedule (gate_sim_schedule_*). An engine
                 # that claims to makes the run SIMULATED: a server-side "stall" it reports
@@ -240,6 +251,13 @@ class G3Session:
                           fact_problems=seen.problems, saturation=m.health.reason), docs
         finally:
             self.stop(arm, layout)
+
+    def _phases_planned(self) -> int:
+        """Load phases at the minimum repetitions: cells x pairs x 2 arms x (warm,
+        measured); the ETA's denominator (more pairs only when the looks cannot decide)."""
+        from harness.g3.plan import cells
+
+        return len(cells(self.config)) * self.config.gates.g3.repetitions.min * 4
 
     # -- a cell ------------------------------------------------------------------------
     def _pair_identity(self, pair: dict[str, ArmRep]) -> Problem | None:
