@@ -168,6 +168,10 @@ gates:
     repetitions: {{min: 3, max: 8}}
     drop_caches_on: []        # simulated hosts: there is no page cache in front of the tier
     bootstrap: 1000
+    # What the demo's steps take on a quiet 2-core machine (benchmarks/demo.py), so that
+    # `gate run G3 --dry-run -c` this file estimates minutes, not a real site's hours.
+    estimate: {{start_s: 0.6, restart_s: 0.6, stop_s: 0.4, drop_caches_s: 0,
+                recompute_tokens_per_s: 900000, tier_tokens_per_s: 1500000}}
     evidence: {{diskstats: {disk}, storage_groups: [storage]}}
 report: {{lang: en}}
 """

@@ -125,6 +125,7 @@ COMMENTS: dict[str, str] = {
     "gates.g3.estimate": "rough durations for `gate run G3 --dry-run`; set from experience",
     "gates.g3.estimate.start_s": "seconds to start an arm's engines",
     "gates.g3.estimate.restart_s": "seconds to cold-restart them",
+    "gates.g3.estimate.stop_s": "seconds to stop them",
     "gates.g3.estimate.drop_caches_s": "seconds to drop the caches",
     "gates.g3.estimate.recompute_tokens_per_s": "prompt tokens per second the baseline "
                                                 "recomputes",
