@@ -48,14 +48,18 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def progress_line(d: dict[str, object], elapsed: float) -> str:
+def progress_line(d: dict[str, object], elapsed: float,
+                  in_phases: float | None = None) -> str:
     """`G3 · TP8 · c=16 · accelerated · pair 2 · measured: 40/64 requests · 1:12 elapsed ·
     ETA 3:05` from a harness.loadgen.phase_progress record; the ETA is the time per phase
-    measured so far times the phases left at the minimum repetitions."""
+    measured so far (`in_phases`: since the first phase began, so the preflight's engine
+    starts do not count as phases; default `elapsed`) times the phases left at the
+    minimum repetitions."""
     done, total = int(str(d["done"])), max(1, int(str(d["total"])))
     phases_done = int(str(d["phase_no"])) - 1 + done / total
     planned = int(str(d["phases_planned"]))
-    eta = (f" · ETA {_clock(elapsed / phases_done * max(0.0, planned - phases_done))}"
+    spent = elapsed if in_phases is None else in_phases
+    eta = (f" · ETA {_clock(spent / phases_done * max(0.0, planned - phases_done))}"
            if phases_done >= 1 else "")
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
             f"pair {int(str(d['repetition'])) + 1} · {d['phase']}: {done}/{total} requests · "
@@ -76,6 +80,7 @@ class LiveLines:
         self.started = time.monotonic()
         self.printed = self.started
         self.latest: dict[str, object] | None = None
+        self.first_phase: float | None = None
         self.key: tuple[object, ...] | None = None
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -98,7 +103,13 @@ class LiveLines:
             self.latest = d
             if key != self.key:
                 self.key = key
-                self._say(progress_line(d, time.monotonic() - self.started))
+                self._say(self._line(d))
+
+    def _line(self, d: dict[str, object]) -> str:
+        now = time.monotonic()
+        if self.first_phase is None:
+            self.first_phase = now
+        return progress_line(d, now - self.started, now - self.first_phase)
 
     def _tick(self) -> None:
         while not self.done.wait(1.0):
@@ -107,7 +118,7 @@ class LiveLines:
                 if now - self.printed < self.quiet_s:
                     continue
                 if self.latest is not None:
-                    self._say("… " + progress_line(self.latest, now - self.started))
+                    self._say("… " + self._line(self.latest))
                 else:
                     self._say(f"… still working, {_clock(now - self.started)} elapsed")
 
