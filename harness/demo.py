@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from harness.campaign import CampaignEvents, CampaignStep
     from harness.runner import Progress
+    from harness.store import Store
 
 # scenario -> the simulator profile of its engines; `bad-arrival` stops at G1 (its GPU
 # host's link runs below capability: harness.workflow.demo_hardware.py), so G3 never runs.
@@ -29,20 +30,79 @@ SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107
 DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
 
 
-def free_port_pair() -> int:
-    """A port P with P and P+1 free on loopback (TP4x2 needs two)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port < 65000:
-            with socket.socket() as s2:
-                try:
-                    s2.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-            return port
-    raise OSError("no two adjacent free ports on loopback")
+PORT_LOCKS = "gate-demo-ports"  # under the temp dir: one lock file per port a demo holds
+
+
+class PortLease:
+    """Ports P and P+1 on loopback (TP4x2 needs two), held for a whole demo.
+
+    Why: the engines rebind their port at every cold restart (hundreds per demo). A port
+    the kernel hands out for port 0 is an ephemeral one, which a second demo beside this
+    one (or any outgoing connection, the load generator's own) may take in the moment an
+    engine is down: "address already in use" in the middle of G3. So the lease picks a
+    port below the kernel's ephemeral range and holds an flock on a lock file per port
+    until `release`, which every other demo's lease respects."""
+
+    def __init__(self, port: int, files: list[int]) -> None:
+        self.port = port
+        self._files = files
+
+    @classmethod
+    def take(cls, attempts: int = 200) -> PortLease:
+        import fcntl
+        import os
+        import random
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / PORT_LOCKS
+        folder.mkdir(exist_ok=True)
+        low, high = _below_ephemeral()
+        rng = random.Random()
+        for _ in range(attempts):
+            port = rng.randrange(low, high)
+            files: list[int] = []
+            try:
+                for p in (port, port + 1):
+                    fd = os.open(folder / f"{p}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+                    files.append(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if all(_bindable(p) for p in (port, port + 1)):
+                    return cls(port, files)
+            except OSError:
+                pass
+            for fd in files:
+                os.close(fd)
+        raise OSError(f"no two adjacent free ports on loopback in {low}..{high}")
+
+    def release(self) -> None:
+        import os
+
+        for fd in self._files:
+            os.close(fd)
+        self._files = []
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def _below_ephemeral() -> tuple[int, int]:
+    """A range of ports the kernel does not hand out on its own (Linux: below
+    ip_local_port_range); 20000..32000 when that cannot be read."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    low = 20000 if first > 21000 else 1025
+    return low, max(low + 100, first - 2)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _engine_cmd(verb: str, state: Path, extra: list[str]) -> str:
@@ -113,6 +173,10 @@ gates:
     repetitions: {{min: 3, max: 8}}
     drop_caches_on: []        # simulated hosts: there is no page cache in front of the tier
     bootstrap: 1000
+    # What the demo's steps take on a quiet 2-core machine (benchmarks/demo.py), so that
+    # `gate run G3 --dry-run -c` this file estimates minutes, not a real site's hours.
+    estimate: {{start_s: 0.6, restart_s: 0.6, stop_s: 0.4, drop_caches_s: 0,
+                recompute_tokens_per_s: 900000, tier_tokens_per_s: 1500000}}
     evidence: {{diskstats: {disk}, storage_groups: [storage]}}
 report: {{lang: en}}
 """
@@ -123,19 +187,27 @@ class DemoSite:
     root: Path
     config: Path
     db_url: str
+    ports: PortLease  # held while the site's engines may run; release() when done
 
 
 def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
-    root = out / f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
-    root.mkdir(parents=True, exist_ok=False)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}"
+    for n in range(100):  # two demos started in the same second each get their own
+        root = out / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            root.mkdir(parents=True, exist_ok=False)
+            break
+        except FileExistsError:
+            continue
     (root / "storage").mkdir()
     from harness.workflow.demo_hardware import inventory
 
     (root / "hosts.ini").write_text(inventory(scenario), encoding="utf-8")
     (root / "known_hosts").touch()
     config = root / "gate.yaml"
-    config.write_text(site_yaml(root, scenario, free_port_pair(), speed), encoding="utf-8")
-    return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}")
+    ports = PortLease.take()
+    config.write_text(site_yaml(root, scenario, ports.port, speed), encoding="utf-8")
+    return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}", ports)
 
 
 def _stop_leftovers(root: Path) -> None:
@@ -166,12 +238,64 @@ def _start_spawner(root: Path, say: Callable[[str], None]) -> Path | None:
     return sock
 
 
+class LoadWatch:
+    """The machine's 1-minute load average, sampled while the demo runs (its highest):
+    the demo's engines and load generator share these cores with whatever else runs."""
+
+    def __init__(self, every: float = 2.0) -> None:
+        import threading
+
+        self.highest = 0.0
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="load-watch", daemon=True)
+
+    def _sample(self) -> None:
+        import os
+
+        while True:
+            self.highest = max(self.highest, os.getloadavg()[0])
+            if self._stop.wait(self._every):
+                return
+
+    def __enter__(self) -> LoadWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def busy_line(load: float, cores: int, healths: list[tuple[float, dict[str, object]]]) -> str:
+    """One line saying the machine was too busy for the simulated lab, with what was
+    measured; '' when it was not. The demo alone keeps about one core per engine busy,
+    so a load above cores + 1 means other jobs competed; a simulator that woke later than
+    a tenth of a phase behind its schedule had its modelled timings stretched."""
+    worst_share = 0.0
+    worst_s = 0.0
+    for duration, health in healths:
+        lag = health.get("sim_lag_max_s")
+        if isinstance(lag, int | float) and duration > 0:
+            worst_s = max(worst_s, float(lag))
+            worst_share = max(worst_share, float(lag) / duration)
+    loaded = load > cores + 1
+    lagging = worst_share > 0.10
+    if not (loaded or lagging):
+        return ""
+    return (f"this machine was too busy for the simulated lab: load average up to {load:.1f} "
+            f"on {cores} cores, the simulator up to {worst_s:.2f} s ({worst_share:.0%} of a "
+            "phase) behind its schedule; the arms' ratios compress under load, so rerun "
+            "`gate demo` when the machine is quieter (docs/metrics.md \"Phase health\")")
+
+
 @dataclass(frozen=True)
 class DemoOutcome:
     site: DemoSite
     steps: list[CampaignStep]
     reports: list[Path]
     report_problem: str  # why no report was rendered, or ''
+    busy: str = ""  # busy_line() for G3's run, when the machine was too busy
 
     @property
     def exit_code(self) -> int:
@@ -207,11 +331,13 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
     store = Store(site.db_url)
     spawner = _start_spawner(site.root, say)
     try:
-        steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
-                                        artifact_root=site.root / "artifacts"),
-                             GATES, skip_unbuilt=True, events=events, progress=progress)
+        with LoadWatch() as load:
+            steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
+                                            artifact_root=site.root / "artifacts"),
+                                 GATES, skip_unbuilt=True, events=events, progress=progress)
     finally:
         _stop_leftovers(site.root)
+        site.ports.release()
         if spawner is not None:
             from harness.sim.spawn_client import stop_spawner
 
@@ -228,4 +354,19 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
         problem = "not available in this version"
     except GateError as exc:
         problem = exc.one_line()
-    return DemoOutcome(site, steps, reports, problem)
+    return DemoOutcome(site, steps, reports, problem, _busy(store, steps, load.highest))
+
+
+def _busy(store: Store, steps: list[CampaignStep], load: float) -> str:
+    """busy_line() for G3's run when it did not PASS (a PASS needs no excuse)."""
+    import os
+
+    from harness.store import runs as store_runs
+    from harness.verdict import Verdict
+
+    for step in steps:
+        if step.gate.id == "G3" and step.outcome is not None \
+                and step.outcome.verdict is not Verdict.PASS:
+            return busy_line(load, os.cpu_count() or 1,
+                             store_runs.measured_phase_health(store, step.outcome.run_id))
+    return ""

@@ -21,6 +21,9 @@ def run_command(command: click.Command, args: list[str], prog: str, *,
     """Run `command` as a program. `worded` lets the CLI add its own words (commands and
     flags to try) to an error raised below it."""
     debug = "--debug" in args
+    from harness.liblog import quiet_library_logs
+
+    quiet_library_logs()
     try:
         return command.main(args=args, prog_name=prog, standalone_mode=False)
     except GateError as exc:

@@ -25,6 +25,7 @@ import pytest
 from harness.config.inventory import HostSpec, Inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import GateError, Inconclusive, NeedsSignoff
+from harness.labels import check_label
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.recorder import RunRecorder
@@ -245,10 +246,11 @@ class GatePlugin:
                 message: str, stage: str, duration: float,
                 recorder: CheckRecorder | None = None) -> None:
         self.tally.reported.add(nodeid)
+        label = check_label(self.ctx.gate, nodeid, name)
         if isinstance(verdict, Verdict):
             self.tally.outcomes.append(verdict)
             if verdict is not Verdict.PASS and message:
-                self.tally.reasons.append(f"{name}{f' [{host}]' if host else ''}: {message}")
+                self.tally.reasons.append(f"{label}{f' [{host}]' if host else ''}: {message}")
         store_runs.record_check(
             self.ctx.store, self.ctx.run_id, nodeid=nodeid, name=name, host=host,
             outcome=verdict.value if isinstance(verdict, Verdict) else verdict, message=message,
@@ -257,7 +259,7 @@ class GatePlugin:
             attempt_started=self.started if self.ctx.resume_from is not None else None,
         )
         if self.progress is not None:
-            self.progress(name, host, verdict, message)
+            self.progress(label, host, verdict, message)
 
     def pytest_keyboard_interrupt(self) -> None:
         self.tally.interrupted = True

@@ -29,6 +29,7 @@ from typing import Any
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import InfrastructureError, UsageError
+from harness.liblog import RUN_LOG, library_log_to
 from harness.pytest_args import PassThrough, check_pytest_args
 from harness.pytest_plugin import GateContext, GatePlugin
 from harness.registry import GATES, GateSpec, gate_spec
@@ -130,14 +131,27 @@ def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def prepare_inventory(req: RunRequest) -> Inventory:
-    inventory = load_inventory(req.inventory_path or req.loaded.inventory_path)
-    inventory.require_groups(gate_spec(req.gate).groups)
-    if req.suite_dir is None:
-        validate = getattr(suite_module(req.gate), "validate", None)
+def check_site(gate: str, loaded: LoadedConfig, inventory_path: Path | None = None,
+               packaged_suite: bool = True) -> Inventory:
+    """The inventory, its groups the gate needs, and the suite's own checks of the config
+    against it (every host a layout names, ...): what `gate run`, `--dry-run` and
+    `gate config validate` refuse with exit 4 before anything starts."""
+    inventory = load_inventory(inventory_path or loaded.inventory_path)
+    inventory.require_groups(gate_spec(gate).groups)
+    if packaged_suite:
+        validate = getattr(suite_module(gate), "validate", None)
         if validate is not None:
-            validate(req.loaded.config, inventory)
+            try:
+                validate(loaded.config, inventory)
+            except UsageError as exc:
+                if exc.file is None and exc.key is not None:
+                    exc.file = str(loaded.path)  # the key is the config's
+                raise
     return inventory
+
+
+def prepare_inventory(req: RunRequest) -> Inventory:
+    return check_site(req.gate, req.loaded, req.inventory_path, req.suite_dir is None)
 
 
 @dataclass(frozen=True)
@@ -220,7 +234,8 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
             *req.pytest_args]
     interrupted = False
     try:
-        code = pytest.main(args, plugins=[plugin])
+        with library_log_to(artifact_dir / RUN_LOG):
+            code = pytest.main(args, plugins=[plugin])
         interrupted = plugin.tally.interrupted or code == pytest.ExitCode.INTERRUPTED
     except KeyboardInterrupt:
         interrupted = True

@@ -75,3 +75,4 @@ def one_cell_site(tmp_path: Path) -> Iterator[Site]:
 
         _stop_leftovers(made.root)
         stop_spawner(made.root / SPAWNER_SOCKET)
+        made.ports.release()

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("harness.cli.demo_cmd", "demo", "The whole campaign against the simulated lab."),
     "db": ("harness.cli.db_cmd", "db", "Store maintenance (upgrade)."),
     "parse": ("harness.cli.parse_cmd", "parse", "Read a captured tool output as G1 / G2 do."),
+    "config": ("harness.cli.config_cmd", "config",
+               "Show the effective config; validate it with the inventory."),
 }
 
 EPILOG = """Exit codes: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / configuration /

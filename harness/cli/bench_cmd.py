@@ -62,6 +62,9 @@ an endpoint is down, 4 for bad options or a model the server does not serve."""
 @click.option("--campaign", default=None,
               help="Campaign to file under (default: the config's, else `bench`).")
 @click.option("--save", "save", default=None, help="Also write a vLLM-style result JSON.")
+@click.option("--requests-out", "requests_out", default=None, metavar="FILE.jsonl|FILE.csv",
+              help="Also write one row per request (times, tokens, error) as JSON lines or "
+                   "CSV, by the file's suffix.")
 @config_option
 @db_option
 @json_option
@@ -71,12 +74,27 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
           burstiness: float, warmup: int, max_tokens: int, duration: float | None,
           timeout: float, api: str, seed: int, goodput: tuple[str, ...],
           metrics_interval: float, no_metrics: bool, no_progress: bool, campaign: str | None,
-          save: str | None, config_path: str, db_url: str | None, as_json: bool) -> None:
+          save: str | None, requests_out: str | None, config_path: str, db_url: str | None,
+          as_json: bool) -> None:
     """Load one endpoint set with one workload and store it as a run of kind bench."""
+    from harness.cli.outputs import check_output
     from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
-    from harness.loadgen.report import format_summary, to_vllm_json
+    from harness.loadgen.report import (
+        format_summary,
+        percentile_table,
+        to_vllm_json,
+        write_requests,
+    )
 
     save_to = save_path(save)
+    rows_to = None
+    if requests_out is not None:  # checked before any request is sent
+        rows_to = check_output(Path(requests_out), "--requests-out")
+        if rows_to.suffix not in (".jsonl", ".csv"):
+            from harness.errors import UsageError
+
+            raise UsageError("name a .jsonl or a .csv file", file=requests_out,
+                             key="--requests-out")
     opts = BenchOptions(
         urls=urls, model=model, workload=workload,  # type: ignore[arg-type]
         workload_file=workload_file, docs=docs, doc_tokens=doc_tokens,
@@ -105,7 +123,11 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
                                   per_instance=res.per_instance, urls=urls_by,
                                   calibrated=out.workload.calibrated,
                                   evidence=out.summary.get("cache_evidence")))
+        click.echo(percentile_table(res.summary))
         click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
+    if rows_to is not None:
+        n = write_requests(res.records, rows_to)
+        click.echo(f"gate: {n} requests written to {rows_to}", err=True)
     for note in out.workload.notes:
         click.echo(f"gate: note: {note}", err=True)
     if out.health.saturated:

@@ -39,9 +39,19 @@ def open_config(path: str, overrides: Sequence[str] = ()) -> LoadedConfig:
     return load_config(path, overrides)
 
 
-def open_store(url: str | None) -> Store:
+def open_store(url: str | None, *, existing: bool = False) -> Store:
+    """The store at `url`; with `existing` (commands that only read or amend runs) a
+    SQLite file that is not there is a usage error instead of a new empty store."""
     from harness.store import Store
 
+    if existing:
+        from harness.store.db import absent_file
+
+        missing = absent_file(url)
+        if missing is not None:
+            raise StoreUrlError(f"no store at {missing.absolute()}: nothing has run here",
+                                hint="run this where the gates ran, or point --db / GATE_DB "
+                                     "at their store; `gate demo` prints its store")
     return Store(url)
 
 

@@ -54,14 +54,17 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     from rich.table import Table
 
     from harness.cli.common import stderr_console
-    from harness.cli.progress import check_printer
+    from harness.cli.outputs import check_output
+    from harness.cli.progress import check_printer, live_progress
     from harness.demo import DEMO_SPEED, run_demo
     from harness.registry import GATES
 
     err = stderr_console()
-    result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                      events=_Shown(),
-                      progress=check_printer(), say=err.print)
+    check_output(Path(out), "--out", directory=True)
+    with live_progress():
+        result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
+                          events=_Shown(),
+                          progress=check_printer(), say=err.print)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
     table = Table(title=f"demo ({scenario}) - SIMULATED")
@@ -79,6 +82,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
             reason, run_id = step.outcome.reason, str(step.outcome.run_id)
         table.add_row(spec.id, spec.title, verdict, run_id, reason[:70])
     Console().print(table)
+    if result.busy:
+        err.print(f"[yellow]note:[/] {result.busy}", highlight=False)
     for path in result.reports:
         print(f"report: {path}")
     print(f"store: {result.site.db_url}")

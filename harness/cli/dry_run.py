@@ -17,18 +17,24 @@ def _hms(seconds: float) -> str:
     return (f"{d}d " if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
 
 
-def print_plan(gate: str, config_path: str, overrides: tuple[str, ...] = ()) -> int:
+def print_plan(gate: str, config_path: str, overrides: tuple[str, ...] = (),
+               inventory_path: str | None = None) -> int:
     if gate != "G3":
         raise UsageError(f"--dry-run is for G3 in this version, not {gate}")
+    from pathlib import Path
+
     from rich.table import Table
 
     from harness.cli.common import stdout_console
     from harness.g3.plan import cells, docs_for, dry_run
+    from harness.runner import check_site
 
     loaded = open_config(config_path, overrides)
     cfg = loaded.config
     if cfg.arms is None or not cfg.layouts:
         raise UsageError("G3 needs arms and layouts", file=str(loaded.path), key="arms")
+    # A plan over hosts the inventory lacks would only fail at the real run: same checks.
+    check_site(gate, loaded, Path(inventory_path) if inventory_path else None)
     steps, total_min, total_max = dry_run(cfg)
     table = Table(title=f"G3 plan for {cfg.campaign.name} (minimum repetitions)")
     for col in ("#", "cell", "rep", "arm", "step", "est."):

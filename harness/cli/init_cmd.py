@@ -17,13 +17,18 @@ def init(directory: str, force: bool) -> None:
     """Write a commented site config (gate.yaml) and inventory (hosts.ini) into DIR."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
+    from harness.config.template import template
+
     templates = importlib.resources.files("harness.config") / "templates"
+    texts = {"gate.yaml": template(),  # from the config models: every key, its default
+             "hosts.ini": (templates / "hosts.ini").read_text(encoding="utf-8")}
+    for name in texts:
+        if (target / name).exists() and not force:
+            raise UsageError(f"{target / name} exists", hint="pass --force to overwrite")
     written = []
-    for name in ("gate.yaml", "hosts.ini"):
+    for name, text in texts.items():
         dest = target / name
-        if dest.exists() and not force:
-            raise UsageError(f"{dest} exists", hint="pass --force to overwrite")
-        dest.write_text((templates / name).read_text(encoding="utf-8"), encoding="utf-8")
+        dest.write_text(text, encoding="utf-8")
         written.append(str(dest))
     for path in written:
         click.echo(path)

@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from harness.cli.common import config_option, db_option
+from harness.cli.outputs import check_output
 from harness.errors import UsageError
 
 
@@ -64,17 +65,19 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
     )
     from harness.report.frames import run_info
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     try:
         if run_id is not None:
             info = run_info(store, run_id)
             out = output or store_dir(store) / default_name(
                 campaign=info.campaign, gate=info.gate, run_id=run_id, lang=lang)
-            paths = render_run_report(store, run_id, out, lang, fmt, logo=logo)
+            paths = render_run_report(store, run_id, check_output(out, "--output"), lang,
+                                      fmt, logo=logo)
         else:
             assert campaign is not None
             out = output or store_dir(store) / default_name(campaign=campaign, lang=lang)
-            paths = render_campaign_report(store, campaign, out, lang, fmt, logo=logo)
+            paths = render_campaign_report(store, campaign, check_output(out, "--output"),
+                                           lang, fmt, logo=logo)
     finally:
         store.close()
     for p in paths:
@@ -119,12 +122,12 @@ def export(target: tuple[str, ...], campaign: str | None, output: Path | None, l
     from harness.report.api import store_dir
     from harness.report.export import export_pack
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     try:
         day = time.strftime("%Y%m%d", time.gmtime())
         name = f"gate-evidence-run{run_id}-{day}.tar.gz" if run_id is not None else (
             f"gate-evidence-{campaign}-{day}.tar.gz")
-        out = output or store_dir(store) / name
+        out = check_output(output or store_dir(store) / name, "--output")
         path, warnings = export_pack(store, out, run_id=run_id, campaign=campaign, lang=lang)
     finally:
         store.close()

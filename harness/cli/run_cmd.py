@@ -17,7 +17,7 @@ from harness.cli.common import (
     stderr_console,
 )
 from harness.cli.context import open_config, open_store
-from harness.cli.progress import check_printer, outcome_line
+from harness.cli.progress import check_printer, live_progress, outcome_line
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
@@ -91,7 +91,7 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if dry_run:
         from harness.cli.dry_run import print_plan
 
-        sys.exit(print_plan(gate, config_path, overrides))
+        sys.exit(print_plan(gate, config_path, overrides, inventory_path))
     from harness.campaign import run_one
 
     req = _request(gate, config_path, overrides, inventory_path, db_url, force,
@@ -100,7 +100,8 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if suite:
         stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
                                f"gate's verdict")
-    outcome = run_one(req, progress=check_printer())
+    with live_progress():
+        outcome = run_one(req, progress=check_printer())
     click.echo(outcome_line(req.gate, outcome))
     sys.exit(outcome.exit_code)
 
@@ -121,8 +122,9 @@ def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str |
 
     req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
-    steps = run_campaign(req, from_gate(start), skip_unbuilt=False, events=_Shown(req),
-                         progress=check_printer())
+    with live_progress():
+        steps = run_campaign(req, from_gate(start), skip_unbuilt=False, events=_Shown(req),
+                             progress=check_printer())
     last = steps[-1].outcome if steps else None
     code = last.exit_code if last is not None else 0
     if code != 0:
@@ -160,6 +162,7 @@ def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_
     req = resume_request(open_store(db_url), run_id, open_config(config_path, overrides),
                          Path(inventory_path) if inventory_path else None,
                          sudo_password=_sudo_password())
-    outcome = run_gate(req, progress=check_printer())
+    with live_progress():
+        outcome = run_gate(req, progress=check_printer())
     click.echo(outcome_line(req.gate, outcome))
     sys.exit(outcome.exit_code)

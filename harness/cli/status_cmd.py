@@ -27,14 +27,48 @@ def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else ""
 
 
-def _campaign_or_fail(config_path: str, explicit: str | None, store: Any) -> str:
+def iso(t: float | str | None) -> str | None:
+    """An epoch time as ISO 8601 with its UTC offset, for --json (a float of seconds
+    means nothing to a reader or a spreadsheet)."""
+    if not isinstance(t, int | float):
+        return t
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="seconds")
+
+
+def number(text: object) -> object:
+    """A stored text that is one number, as that number (--json: numbers as numbers);
+    anything else unchanged."""
+    if not isinstance(text, str):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if value != value or value in (float("inf"), float("-inf")):
+        return text  # NaN / inf are not JSON
+    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() \
+        else value
+
+
+def _times(d: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {**d, **{k: iso(d.get(k)) for k in keys}}
+
+
+def _campaign_or_fail(name: str | None, explicit: str | None, store: Any) -> str:
+    """`name` (from --campaign or the config), checked against the store; else the store's
+    only campaign."""
     from harness.errors import UsageError
     from harness.store import runs as store_runs
 
-    name = campaign_name(config_path, explicit)
+    names = store_runs.campaign_names(store)
+    if name and explicit and name not in names:  # a typo must not list empty gates, exit 0
+        from harness.errors import NotFoundError
+
+        raise NotFoundError(f"no campaign {name!r} in {store.url}"
+                            + (f" (campaigns here: {', '.join(names)})" if names else ""),
+                            what="campaign", name=name)
     if name:
         return name
-    names = store_runs.campaign_names(store)
     if len(names) == 1:
         return names[0]
     raise UsageError("which campaign?", hint="pass --campaign NAME or -c gate.yaml"
@@ -81,9 +115,14 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     from harness.campaign import gate_states
     from harness.registry import gate_spec
     from harness.store import runs as store_runs
+    from harness.store.db import absent_file
 
-    store = open_store(db_url)
-    name = _campaign_or_fail(config_path, campaign, store)
+    configured = campaign_name(config_path, campaign)  # a bad config first, then the store
+    # A site's config before its first run: every gate "not run", from an empty store in
+    # memory rather than a new gate.db left in the current directory.
+    fresh = configured is not None and campaign is None and absent_file(db_url) is not None
+    store = open_store("sqlite://" if fresh else db_url, existing=True)
+    name = _campaign_or_fail(configured, campaign, store)
     states = gate_states(store, name)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -100,16 +139,22 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
         rows.append({"gate": st.gate, "name": gate_spec(st.gate).title, "verdict": st.verdict,
                      "run": d["id"] if d else None, "date": d["finished_at"] if d else None,
                      "forced": bool(d and d["forced"]), "marks": _marks(d) if d else "",
-                     "running": running is not None, "attempts": attempts})
+                     "running": store_runs.liveness(running) or "alive" if running else "",
+                     "running_run": running.id if running else None, "attempts": attempts})
     if as_json:
-        emit_json({"campaign": name, "gates": rows, "notes": notes})
+        emit_json({"campaign": name, "notes": notes, "gates": [
+            {**_times(r, "date"), "attempts": [_times(a, "date") for a in r["attempts"]]}
+            for r in rows]})
         return
     table = Table(title=f"campaign {name}")
     for col in ("gate", "", "verdict", "run", "date", "marks", "attempts"):
         table.add_column(col)
     for r in rows:
         verdict = str(r["verdict"])
-        marks = str(r["marks"]) + (" (a run is in progress)" if r["running"] else "")
+        state = r["running"]
+        marks = str(r["marks"]) + (
+            f" (run {r['running_run']} is stale: see below)" if state == "gone"
+            else " (a run is in progress)" if state else "")
         date = r["date"]
         table.add_row(str(r["gate"]), str(r["name"]),
                       f"[{COLOURS.get(verdict, 'white')}]{verdict}[/]", str(r["run"] or ""),
@@ -145,6 +190,11 @@ def runs() -> None:
     """Run history, one run's checks, and aborting a stale run."""
 
 
+def _status(d: dict[str, Any]) -> str:
+    """RUNNING with its process gone is stale: say so where the status is read."""
+    return "RUNNING (stale)" if d.get("process") == "gone" else str(d["status"])
+
+
 @runs.command("list")
 @db_option
 @click.option("--campaign", default=None)
@@ -156,17 +206,17 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 
     from harness.store import runs as store_runs
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     rows = [_run_dict(store, r) for r in store_runs.runs(store, campaign=campaign, gate=gate)]
     if as_json:
-        emit_json(rows)
+        emit_json([_times(d, "started_at", "finished_at") for d in rows])
         return
     table = Table()
     for col in ("run", "kind", "gate", "status", "verdict", "started", "marks", "reason"):
         table.add_column(col)
     for d in rows:
         v = d["effective_verdict"] or ""
-        table.add_row(str(d["id"]), d["kind"], d["gate"] or "", d["status"],
+        table.add_row(str(d["id"]), d["kind"], d["gate"] or "", _status(d),
                       f"[{COLOURS.get(v, 'white')}]{_shown(v)}[/]", _when(d["started_at"]),
                       _marks(d), (d["reason"] or "")[:60])
     stdout_console().print(table)
@@ -176,21 +226,26 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 @click.argument("run_id", type=int)
 @db_option
 @json_option
-def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
+@click.option("--wide", is_flag=True,
+              help="Whole messages on one line each (default: wrapped to the terminal).")
+def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> None:
     """One run: its row, checks, sign-offs, and the decision settings that differ from
     the defaults."""
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.config.decision import deviations
+    from harness.labels import check_label
     from harness.store import runs as store_runs
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     d = _run_dict(store, store_runs.get_run(store, run_id))
     d["uid"] = store_runs.get_run(store, run_id).uid  # unique across stores and sites
     d["checks"] = [
-        {"nodeid": c.nodeid, "name": c.name, "host": c.host, "outcome": c.outcome,
-         "message": c.message, "expected": c.expected, "measured": c.measured,
-         "stage": c.stage, "duration": c.duration}
+        {"nodeid": c.nodeid, "name": c.name, "label": check_label(d["gate"], c.nodeid, c.name),
+         "host": c.host, "outcome": c.outcome, "message": c.message,
+         "expected": c.expected, "measured": c.measured, "stage": c.stage,
+         "duration": c.duration}
         for c in store_runs.checks(store, run_id)
     ]
     d["signoffs"] = [{"role": s.role, "name": s.name, "note": s.note, "at": s.at,
@@ -200,9 +255,12 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
     d["settings"] = [vars(x) for x in deviations(row.config_json or {})] \
         if row.gate == "G3" else []
     if as_json:
-        emit_json(d)
+        emit_json({**_times(d, "started_at", "finished_at"),
+                   "checks": [{**c, "expected": number(c["expected"]),
+                               "measured": number(c["measured"])} for c in d["checks"]],
+                   "signoffs": [_times(x, "at") for x in d["signoffs"]]})
         return
-    console = stdout_console()
+    console = stdout_console() if not wide else _wide_console()
     marks = _marks(d)
     console.print(f"run {d['id']} {d['kind']} {d['gate'] or ''}: "
                   f"{_shown(d['effective_verdict'])}"
@@ -216,17 +274,30 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool) -> None:
         console.print(f"  its process is gone: {gone_hint(run_id)}",
                       highlight=False, markup=False)
     table = Table()
-    for col in ("check", "host", "outcome", "expected", "measured", "message"):
-        table.add_column(col)
+    # A verdict is never cut ("INCONCLU…"); the message wraps to the terminal's width.
+    table.add_column("check", overflow="fold")
+    table.add_column("host", overflow="fold")
+    table.add_column("outcome", no_wrap=True, min_width=len("INCONCLUSIVE"))
+    table.add_column("expected", overflow="fold")
+    table.add_column("measured", overflow="fold")
+    table.add_column("message", overflow="fold", ratio=1)
     for c in d["checks"]:
         colour = COLOURS.get(c["outcome"], "white")
-        table.add_row(c["name"], c["host"] or "", f"[{colour}]{c['outcome']}[/]", c["expected"],
-                      c["measured"], (c["message"] or "")[:80])
+        table.add_row(escape(c["label"]), escape(c["host"] or ""),
+                      f"[{colour}]{c['outcome']}[/]", escape(c["expected"] or ""),
+                      escape(c["measured"] or ""), escape(c["message"] or ""))
     console.print(table)
     for s in d["signoffs"]:
         who = f"{s['os_user']}@{s['hostname']}" if s["os_user"] else ""
         console.print(f"signed by {s['name']} ({s['role']}{', as ' + who if who else ''}) "
                       f"{_when(s['at'])}: {s['note']}", markup=False)
+
+
+def _wide_console() -> Any:
+    """--wide: as wide as the longest line needs, for a pager or a file."""
+    from rich.console import Console
+
+    return Console(width=400)
 
 
 @runs.command("abort")
@@ -246,7 +317,7 @@ def runs_abort(obj: dict[str, Any] | None, run_id: int, config_path: str, db_url
     from harness.campaign import abort, needs_site_config
     from harness.errors import UsageError
 
-    store = open_store(db_url)
+    store = open_store(db_url, existing=True)
     loaded = None
     if not keep_engines and needs_site_config(store, run_id):
         if not Path(config_path).exists():
@@ -273,5 +344,6 @@ def signoff(run_id: int, name: str, role: str, note: str, db_url: str | None) ->
     band (INCONCLUSIVE 'above band: needs sign-off' becomes PASS, signed)."""
     from harness.campaign import sign_off
 
-    verdict = sign_off(open_store(db_url), run_id, role=role, name=name, note=note)
+    verdict = sign_off(open_store(db_url, existing=True), run_id, role=role, name=name,
+                       note=note)
     click.echo(f"run {run_id}: signed by {name} ({role}); counts as {verdict}")

@@ -61,11 +61,19 @@ class Inventory:
     groups: dict[str, tuple[str, ...]]
 
     def group(self, name: str) -> list[HostSpec]:
+        """The group's hosts; a group that is missing or empty is a usage error (a gate
+        needing [gpu] must not run over no GPU host, nor check an empty table)."""
         if name not in self.groups:
             raise InventoryError(
                 f"group [{name}] is not in the inventory",
                 file=str(self.path),
                 hint=f"groups present: {', '.join(sorted(self.groups)) or 'none'}",
+            )
+        if not self.groups[name]:
+            raise InventoryError(
+                f"group [{name}] has no hosts", file=str(self.path),
+                key=_line_key(self.path, f"[{name}]"),
+                hint=f"add a host line under [{name}], or delete the section",
             )
         return [self.hosts[h] for h in self.groups[name]]
 
@@ -89,6 +97,69 @@ def _root_cause(text: str) -> str:
     return (causes[-1] if causes else (lines[0] if lines else "unparseable"))[:200]
 
 
+def _line_key(path: Path, *words: str) -> str | None:
+    """`line N` of the first line of `path` holding every word (comments skipped), so an
+    error names the line to edit; None when no line does (the value came from elsewhere)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        body = line.split("#", 1)[0].split(";", 1)[0] if not line.lstrip().startswith(
+            ("#", ";")) else ""
+        if body and all(w in body for w in words):
+            return f"line {number}"
+    return None
+
+
+def _ini_problem(path: Path) -> tuple[int, str, str] | None:
+    """(line number, line, what is wrong) of the first line Ansible's INI parser rejects.
+
+    Ansible 2.19 reports only "Completely failed to parse inventory source" and drops the
+    line it stopped at; its INI plugin, run again here, still knows it while it raises."""
+    from ansible.errors import AnsibleError
+    from ansible.inventory.data import InventoryData
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.inventory.ini import InventoryModule
+
+    seen: dict[str, int] = {}
+
+    class Located(InventoryModule):  # type: ignore[misc]
+        def _parse(self, lines: list[str]) -> None:
+            try:
+                super()._parse(lines)
+            finally:
+                origin = getattr(self, "_origin", None)
+                seen["line"] = int(getattr(origin, "line_num", 0) or 0)
+
+    module = Located()
+    try:
+        module.parse(InventoryData(), DataLoader(), str(path.resolve()), cache=False)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        what = (str(getattr(cause, "message", "")) or str(cause)) \
+            if isinstance(cause, AnsibleError) else \
+            "neither a [section] header, a host line nor key=value"
+        number = seen.get("line", 0)
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        return number, text, " ".join(what.split())[:160]
+    return None
+
+
+def _port(path: Path, host: str, value: object) -> int:
+    """ansible_port as a number; a word there names its line, not a ValueError."""
+    try:
+        return int(str(value)) if value not in (None, "") else 22
+    except ValueError:
+        key = _line_key(path, "ansible_port", str(value))
+        raise InventoryError(
+            f"ansible_port={value!r} of host {host} is not a port number", file=str(path),
+            key=f"{key}: ansible_port" if key else "ansible_port", host=host,
+            hint="write a number such as ansible_port=22",
+        ) from None
+
+
 def load_inventory(path: str | Path) -> Inventory:
     """Parse an INI (or YAML) inventory through ansible-core's InventoryManager."""
     p = Path(path).expanduser()
@@ -108,6 +179,11 @@ def load_inventory(path: str | Path) -> Inventory:
         with contextlib.redirect_stderr(chatter), contextlib.redirect_stdout(chatter):
             manager = InventoryManager(loader=DataLoader(), sources=[str(p)])
     except AnsibleError as exc:
+        problem = _ini_problem(p) if p.suffix not in (".yml", ".yaml", ".json") else None
+        if problem is not None and problem[0]:
+            number, line, what = problem
+            raise InventoryError(f"cannot parse inventory: {line!r}: {what}", file=str(p),
+                                 key=f"line {number}") from None
         reason = _root_cause(str(exc))
         raise InventoryError(f"cannot parse inventory: {reason}", file=str(p)) from None
     hosts: dict[str, HostSpec] = {}
@@ -121,7 +197,7 @@ def load_inventory(path: str | Path) -> Inventory:
         hosts[h.name] = HostSpec(
             name=h.name,
             address=str(v.get("ansible_host", h.name)),
-            port=int(v.get("ansible_port", 22) or 22),
+            port=_port(p, h.name, v.get("ansible_port")),
             user=v.get("ansible_user"),
             key_file=v.get("ansible_ssh_private_key_file"),
             jump=_jump_from_args(args),
@@ -135,4 +211,8 @@ def load_inventory(path: str | Path) -> Inventory:
         for name, group in manager.groups.items()
         if name not in ("all", "ungrouped")
     }
-    return Inventory(path=p.resolve(), hosts=hosts, groups=groups)
+    inventory = Inventory(path=p.resolve(), hosts=hosts, groups=groups)
+    for name in GROUPS:  # a gate's group declared without hosts is a slip, never intended
+        if name in groups:
+            inventory.group(name)
+    return inventory

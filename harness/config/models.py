@@ -315,6 +315,7 @@ class Estimate(Frozen):
 
     start_s: float = Field(default=300.0, ge=0)
     restart_s: float = Field(default=300.0, ge=0)
+    stop_s: float = Field(default=10.0, ge=0)
     drop_caches_s: float = Field(default=5.0, ge=0)
     recompute_tokens_per_s: float = Field(default=20000.0, gt=0)
     tier_tokens_per_s: float = Field(default=80000.0, gt=0)

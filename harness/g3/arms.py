@@ -164,6 +164,19 @@ class ArmControl:
         return self._do(arm, layout, "stop", wait=False)
 
 
+def last_words(stderr: str) -> str:
+    """The last line a failed command wrote, without its program's `NAME: error:` lead."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if not lines:
+        return "(no output on stderr)"
+    last = lines[-1]
+    head, sep, rest = last.partition(": error: ")
+    last = rest if sep and len(head) < 40 else last
+    if last.startswith("stage ") and ": " in last:  # the stage is ours to name
+        last = last.split(": ", 1)[1]
+    return last[:300]
+
+
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
     """Fill `{name}` placeholders; an unknown one is a config error, not a crash."""
     return [_fill_one(a, values) for a in argv]
@@ -217,9 +230,11 @@ def transport_action_runner(pool: TransportPool, inventory: Inventory, known_hos
                      status="ok" if ok else "failed", duration=time.monotonic() - started,
                      message=(result.stderr or result.stdout)[-2000:] if not ok else "")
             if not ok:
+                # The command itself is in the run's events; the console and the report
+                # show the start of this line, so it begins with what the command said.
                 raise InfrastructureError(
-                    f"{what} failed (rc {result.rc}): {result.stderr.strip()[-300:]}",
-                    host=action.host, command=" ".join(argv), stage=what)
+                    f"failed (rc {result.rc}): {last_words(result.stderr)}",
+                    host=action.host, stage=what)
             return
         from harness.ansible import playbook_path, run_playbook
 

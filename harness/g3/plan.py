@@ -100,7 +100,7 @@ def estimate_steps(config: SiteConfig, cell: Cell, repetition: int) -> list[Step
             Step(cell.key, repetition, arm, "drop_caches",
                  est.drop_caches_s if g3.drop_caches_on else 0.0),
             Step(cell.key, repetition, arm, "measured", per_instance / rate),
-            Step(cell.key, repetition, arm, "stop", 10.0),
+            Step(cell.key, repetition, arm, "stop", est.stop_s),
         ]
     return steps
 

@@ -10,6 +10,7 @@ the throughput counts that length, never the server's own token count.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -45,7 +46,9 @@ from harness.g3.rules import (
     phase_tokens,
 )
 from harness.loadgen import storage
+from harness.loadgen.engine import OnBatch
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
@@ -83,6 +86,7 @@ class G3Session:
     preflights: dict[str, Preflight] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
+    phases_started: int = 0  # for progress: how far the gate is
     # Where load phases run (a later issue adds an agent on the client host).
     executor: Executor = field(default_factory=InProcessExecutor)
 
@@ -91,12 +95,24 @@ class G3Session:
         return self.gate.loaded.config
 
     def start(self, arm: str, layout: Layout, *, preflight: bool = False) -> Observation:
-        self.control.start(arm, layout)
+        self._all_or_nothing(self.control.start, arm, layout)
         return self.watch.observe(arm, layout, as_fact=preflight)
 
     def restart(self, arm: str, layout: Layout) -> Observation:
-        self.control.restart(arm, layout)
+        self._all_or_nothing(self.control.restart, arm, layout)
         return self.watch.observe(arm, layout)
+
+    def _all_or_nothing(self, action: Callable[[str, Layout], float], arm: str,
+                        layout: Layout) -> None:
+        """A start that failed on one instance (its port taken, ...) leaves the others up:
+        stop the arm before the error goes on, or the retry finds "an engine is already
+        running here" instead of the first error."""
+        try:
+            action(arm, layout)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first error is the one to report
+                self.stop(arm, layout)
+            raise
 
     def stop(self, arm: str, layout: Layout) -> None:
         self.control.stop(arm, layout)
@@ -179,8 +195,16 @@ class G3Session:
                                      params=phase_params(specs, urls, cfg, docs))
 
             spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
+
+            def shown(phase: str, sink: OnBatch) -> OnBatch:
+                self.phases_started += 1
+                return counted(Where(gate="G3", layout=layout.name, tier=cell.tier, arm=arm,
+                                     repetition=rep, phase=phase, total=len(specs),
+                                     phase_no=self.phases_started,
+                                     phases_planned=self._phases_planned()), sink)
+
             warm = begin("warm")
-            w = self.executor.run(spec, warm.sink)
+            w = self.executor.run(spec, shown("warm", warm.sink))
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
             _some_succeeded(w.records, "warm", arm)
@@ -193,7 +217,7 @@ class G3Session:
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler, \
                     MetricsSampler(urls, ev.metrics_interval) as metrics:
-                m = self.executor.run(spec, bench.sink)
+                m = self.executor.run(spec, shown("measured", bench.sink))
             if m.health.sim_lag_mean_ms is not None:
                 # Only the simulator reports its schedule (gate_sim_schedule_*). An engine
                 # that claims to makes the run SIMULATED: a server-side "stall" it reports
@@ -227,6 +251,13 @@ class G3Session:
                           fact_problems=seen.problems, saturation=m.health.reason), docs
         finally:
             self.stop(arm, layout)
+
+    def _phases_planned(self) -> int:
+        """Load phases at the minimum repetitions: cells x pairs x 2 arms x (warm,
+        measured); the ETA's denominator (more pairs only when the looks cannot decide)."""
+        from harness.g3.plan import cells
+
+        return len(cells(self.config)) * self.config.gates.g3.repetitions.min * 4
 
     # -- a cell ------------------------------------------------------------------------
     def _pair_identity(self, pair: dict[str, ArmRep]) -> Problem | None:

@@ -5,13 +5,16 @@ reader can put the two side by side) followed by the gate's additions, and a
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.loadgen.engine import PhaseResult
 from harness.loadgen.metrics import Dist, Summary
+from harness.loadgen.records import RequestRecord
 
 
 def _row(label: str, value: Any) -> str:
@@ -139,3 +142,52 @@ def to_vllm_json(result: PhaseResult, *, model: str, concurrency: int, rate: flo
     gate.update(extra or {})
     out["gate"] = gate
     return out
+
+
+def percentile_table(s: Summary) -> str:
+    """P50 / P90 / P99 of TTFT, TPOT, ITL and E2EL in one table, the way `vllm bench serve
+    --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99` reads, ms."""
+    lines = [_head(" Percentiles (ms) "),
+             f"{'Metric':<8}{'P50':>14}{'P90':>14}{'P99':>14}"]
+    for name, d in (("TTFT", s.ttft), ("TPOT", s.tpot), ("ITL", s.itl), ("E2EL", s.e2el)):
+        lines.append(f"{name:<8}{d.p50:>14.2f}{d.p90:>14.2f}{d.p99:>14.2f}")
+    lines.append("=" * 50)
+    return "\n".join(lines)
+
+
+REQUEST_FIELDS = ("idx", "instance", "doc_id", "warmup", "scheduled", "sent", "ttft",
+                  "ttft_text", "e2el", "prompt_tokens", "output_tokens", "usage_reported",
+                  "status", "error_kind", "error", "finish_reason")
+
+
+def request_rows(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    """One row per request (seconds from the phase start; ITL as the gaps between the
+    streamed chunks, ms), for --requests-out."""
+    rows = []
+    for r in records:
+        row = {k: getattr(r, k) for k in REQUEST_FIELDS}
+        gaps = [b - a for a, b in zip(r.chunk_times, r.chunk_times[1:], strict=False)]
+        row["itl_ms_mean"] = round(sum(gaps) / len(gaps) * 1000, 3) if gaps else None
+        out_tokens = r.output_tokens or 0
+        row["tpot_ms"] = (round((r.e2el - r.ttft) / (out_tokens - 1) * 1000, 3)
+                          if r.e2el is not None and r.ttft is not None and out_tokens > 1
+                          else None)
+        rows.append(row)
+    return rows
+
+
+def write_requests(records: Sequence[RequestRecord], path: Path) -> int:
+    """Every request of the phase to `path`: JSON lines for .jsonl, CSV for .csv."""
+    rows = request_rows(records)
+    if path.suffix == ".csv":
+        import csv
+
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=[*REQUEST_FIELDS, "itl_ms_mean", "tpot_ms"])
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        with open(path, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+    return len(rows)

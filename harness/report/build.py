@@ -95,7 +95,11 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
         accepted += page1.accepted(f, t, x.accepts)
     simulated = any(f.run.simulated for f in main)
     confidences = [cell_level(c) for f in main for c in f.cells.itertuples(index=False)]
-    stamp = t("stamp.simulated") if simulated else ""
+    # In the page header of every page (report.css: string(stamp)): a RUNNING run's
+    # numbers are not a result, whatever colour its rows have so far.
+    running = any(f.run.status == "RUNNING" for f in main)
+    stamp = " · ".join(([t("stamp.in_progress")] if running else [])
+                       + ([t("stamp.simulated")] if simulated else []))
     return Report(
         kind="run" if kind == "run" else "campaign", lang=t.lang,
         title=(t("title.simulated_prefix") + title) if simulated else title,

@@ -229,7 +229,7 @@ class Report(Frozen):
     period: str
     generated: str
     simulated: bool
-    stamp: str  # the text of the SIMULATED stamp (empty when not simulated)
+    stamp: str  # every page's header: IN PROGRESS and / or SIMULATED (empty: neither)
     in_progress: list[str]  # "run 12 (G3) is still running ..." lines
     badges: list[Badge]
     ci_label: str

@@ -33,7 +33,7 @@ import click
 
 from harness.errors import InfrastructureError, UsageError
 from harness.sim.options import engine_options, spec_from_context
-from harness.sim.procs import alive, log_tail, start_ticks, terminate
+from harness.sim.procs import alive, start_ticks, terminate
 from harness.sim.spawn_client import SpawnerError, exit_code, spawn
 from harness.sim.spec import EngineSpec
 
@@ -81,15 +81,15 @@ def start_engine(spec: EngineSpec, state_dir: Path, timeout: float = 30.0,
         ended = launched.ended(ticks)
         if ended is not None:
             (state_dir / PID).unlink(missing_ok=True)
-            raise EngineProcessError(f"the engine {ended} during start: {log_tail(log)}",
-                                     stage="sim start", command=command)
+            raise EngineProcessError(f"engine {ended} at start: {_said(log)}",
+                                     stage="sim start")
         if url_file.exists() and _healthy(url_file.read_text().strip()):
             return pid
         time.sleep(0.02)
     _terminate(pid, ticks, grace=2.0)
     (state_dir / PID).unlink(missing_ok=True)
     raise EngineProcessError(f"the engine was not healthy within {timeout:g} s: "
-                             f"{log_tail(log)}", stage="sim start", command=command)
+                             f"{_said(log)}", stage="sim start")
 
 
 def stop_engine(state_dir: Path, grace: float = 10.0) -> bool:
@@ -155,7 +155,7 @@ class _Launched:
             return None
         code = exit_code(self.spawner, self.pid) if self.spawner is not None else None
         if code is None:
-            return "exited (exit code unknown: forked by the spawner, which did not say)"
+            return "exited"  # forked by the spawner, which did not say its exit code
         return f"exited with code {code}"
 
 
@@ -171,6 +171,20 @@ def _launch(argv: list[str], log: Path, spawner: Path | None) -> _Launched:
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True, close_fds=True)
     return _Launched(proc.pid, proc, None)
+
+
+def _said(log: Path) -> str:
+    """The engine's own last words, first: the console shows the start of an error line,
+    and a command line there (already in the log) hid "address already in use"."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
+                 if ln.strip() and not ln.startswith("--- ")]
+    except OSError:
+        lines = []
+    last = lines[-1] if lines else "(it wrote nothing)"
+    for prefix in ("gate: error: ", "stage sim start: "):
+        last = last.removeprefix(prefix)
+    return f"{last[:300]} (log: {log})"
 
 
 def _log_line(log: Path, text: str) -> None:

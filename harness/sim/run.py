@@ -40,7 +40,8 @@ async def serve(spec: EngineSpec, *, url_file: Path | None = None,
     except OSError as exc:
         await runner.cleanup()
         server.close()
-        raise InfrastructureError(f"cannot listen on {spec.host}:{spec.port}: {exc}",
+        said = exc.strerror.lower() if exc.strerror else str(exc)  # "address already in use"
+        raise InfrastructureError(f"cannot listen on {spec.host}:{spec.port}: {said}",
                                   stage="sim start") from exc
     url = _bound_url(site, spec)
     acct = server.diskstats()

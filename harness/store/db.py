@@ -53,6 +53,17 @@ def resolve_url(url: str | None) -> str:
     return chosen
 
 
+def absent_file(url: str | None) -> Path | None:
+    """The SQLite file `url` names when it does not exist (a read-only command must not
+    create an empty store where it was run by mistake); None for one that exists, for
+    in-memory stores and for servers."""
+    parsed = make_url(resolve_url(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database or "").expanduser()
+    return None if path.exists() else path
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

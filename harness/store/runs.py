@@ -21,6 +21,7 @@ from harness.errors import LockError, NotFoundError, RunStateError
 from harness.store.db import Store
 from harness.store.schema import (
     ArtifactRow,
+    BenchmarkRow,
     CampaignRow,
     CheckRow,
     EventRow,
@@ -366,3 +367,13 @@ def reopen_run(store: Store, run_id: int) -> None:
                              hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
     except IntegrityError:
         _refuse(store, run.campaign_id)
+
+
+def measured_phase_health(store: Store, run_id: int) -> list[tuple[float, dict[str, Any]]]:
+    """(duration s, stored health) of each measured load phase of the run: what a caller
+    reports about the machine the run measured on (docs/metrics.md "Phase health")."""
+    b = BenchmarkRow
+    with store.session() as s:
+        rows = s.execute(select(b.duration, b.summary)
+                         .where(b.run_id == run_id, b.phase == "measured")).all()
+    return [(float(d or 0.0), dict((summary or {}).get("health") or {})) for d, summary in rows]

@@ -161,6 +161,19 @@ def open_socket(ep: Endpoint, via: paramiko.Transport | None, opts: ConnectOptio
     return QuickAckSocket.wrap(sock) if hasattr(socket, "TCP_QUICKACK") else sock
 
 
+def server_key(t: paramiko.Transport, ep: Endpoint) -> paramiko.PKey:
+    """The key the host presented. start_client can return on a transport that died
+    meanwhile (a port that accepts and never sends an SSH banner): that host is
+    unreachable by SSH, not a bug."""
+    try:
+        return t.get_remote_server_key()
+    except paramiko.SSHException:
+        raise UnreachableError(f"SSH handshake with {ep.hostname}:{ep.port} failed: no SSH "
+                               "banner before the connection closed", host=ep.name,
+                               stage="handshake",
+                               hint="check that sshd listens on that port") from None
+
+
 def _handshake(ep: Endpoint, sock: Sock, opts: ConnectOptions) -> tuple[paramiko.Transport, str]:
     t = paramiko.Transport(sock, default_window_size=WINDOW)
     try:
@@ -178,7 +191,7 @@ def _handshake(ep: Endpoint, sock: Sock, opts: ConnectOptions) -> tuple[paramiko
             raise UnreachableError(f"SSH handshake with {ep.hostname}:{ep.port} failed: "
                                    f"{exc or type(exc).__name__}", host=ep.name,
                                    stage="handshake") from None
-        opts.known_hosts.verify(ep.name, ep.hostname, ep.port, t.get_remote_server_key())
+        opts.known_hosts.verify(ep.name, ep.hostname, ep.port, server_key(t, ep))
         method = _authenticate(t, ep, opts)
         t.set_keepalive(opts.keepalive)
         return t, method

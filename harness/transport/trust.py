@@ -26,7 +26,12 @@ from harness.errors import (
     UsageError,
 )
 from harness.transport.base import Transport, WrappedTransport
-from harness.transport.connection import ConnectOptions, open_connection, open_socket
+from harness.transport.connection import (
+    ConnectOptions,
+    open_connection,
+    open_socket,
+    server_key,
+)
 from harness.transport.endpoint import DEFAULT_SSH_CONFIG, resolve
 from harness.transport.hostkeys import KnownHosts
 from harness.transport.pool import USER_KNOWN_HOSTS, connect
@@ -64,7 +69,7 @@ def trust_host(spec: HostSpec, known_hosts: Path, *, replace: bool = False,
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 raise TransportError(f"SSH handshake failed: {exc}", host=spec.name,
                                      stage="handshake") from None
-            key = t.get_remote_server_key()
+            key = server_key(t, ep)
         finally:
             t.close()
     finally:

@@ -30,7 +30,7 @@ def test_passing_suite_is_pass_and_checks_are_stored(gate_cli: GateRunner) -> No
     assert "G1 run 1: PASS" in out.stdout
     show = json.loads(gate_cli("runs", "show", "1", "--json").stdout)
     assert [c["outcome"] for c in show["checks"]] == ["PASS", "PASS"]
-    assert show["checks"][0]["expected"] == ">= 1" and show["checks"][0]["measured"] == "2"
+    assert show["checks"][0]["expected"] == ">= 1" and show["checks"][0]["measured"] == 2
     assert show["partial"] is False and show["status"] == "FINISHED"
 
 

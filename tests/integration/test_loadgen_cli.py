@@ -334,3 +334,33 @@ def test_bench_against_the_simulator_stores_the_phase_health(tmp_path: Path) -> 
     assert "gate: warning: client saturated: event-loop lag p99 " in tight.stderr
     assert second.summary["health"]["saturated"] is True
     assert second.summary["health"]["reasons"][0].startswith("event-loop lag p99 ")
+
+
+def test_bench_ends_with_a_percentile_table_and_writes_every_request(tmp_path: Path) -> None:
+    """Issue 16: P50 / P90 / P99 of TTFT, TPOT, ITL, E2EL as vLLM prints them, and
+    --requests-out as JSON lines or CSV."""
+    import csv
+
+    db = tmp_path / "g.db"
+    with running_server(ServerConfig(itl=0.001)) as (url, _srv):
+        out = gate(db, *bench_args(url, "--requests", "6", "--warmup", "1",
+                                   "--requests-out", str(tmp_path / "req.jsonl")))
+        assert out.returncode == 0, out.stderr
+        csv_out = gate(db, *bench_args(url, "--requests", "4",
+                                       "--requests-out", str(tmp_path / "req.csv")))
+        refused = gate(db, *bench_args(url, "--requests-out", str(tmp_path / "req.txt")))
+    lines = out.stdout.splitlines()
+    head = lines.index("---------------- Percentiles (ms) ----------------")
+    assert lines[head + 1].split() == ["Metric", "P50", "P90", "P99"]
+    assert [line.split()[0] for line in lines[head + 2:head + 6]] == \
+        ["TTFT", "TPOT", "ITL", "E2EL"]
+    ttft_p50 = float(lines[head + 2].split()[1])
+    assert 0 < ttft_p50 == pytest.approx(float(next(
+        line.split()[-1] for line in lines if line.startswith("Median TTFT (ms):"))), abs=0.01)
+    rows = [json.loads(line) for line in (tmp_path / "req.jsonl").read_text().splitlines()]
+    assert len(rows) == 7 and sum(r["warmup"] for r in rows) == 1
+    assert all(r["ttft"] > 0 and r["output_tokens"] and r["error"] is None for r in rows)
+    assert csv_out.returncode == 0, csv_out.stderr
+    with open(tmp_path / "req.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 4
+    assert refused.returncode == 4 and "--requests-out" in refused.stderr

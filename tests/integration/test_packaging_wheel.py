@@ -43,7 +43,7 @@ def test_wheel_ships_suites_playbooks_reports_and_migrations(installed: Path) ->
     assert (pkg / "reports" / "i18n" / "zh.yaml").is_file()
     assert (pkg / "playbooks" / "serve.yml").is_file()
     assert (pkg / "gates" / "g3_main" / "test_g3.py").is_file()
-    assert (pkg / "config" / "templates" / "gate.yaml").is_file()
+    assert (pkg / "config" / "templates" / "hosts.ini").is_file()
     assert any((pkg / "store" / "migrations" / "versions").glob("0001_*.py"))
     captures = pkg / "sim" / "hosts" / "captures"
     shipped = {p.name for p in captures.iterdir()}

@@ -187,3 +187,17 @@ def test_page_one_shows_settings_arms_attempts_and_sign_off_in_chinese(
     b1 = squeeze(text(bad, 1))
     assert "argv:--gpu-memory-utilization" in b1 and "不允许：错误(ERROR)" in b1
     assert "所有判定设置均为默认值。" in b1
+
+
+def test_a_running_run_is_stamped_on_every_page_and_aborted_is_said_on_page_one(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: a RUNNING run's rows are not a result, on any page; an aborted run's
+    page 1 says ABORTED, not only ERROR."""
+    store, ids = filled
+    (pdf,) = render_run_report(store, ids["running"], tmp_path / "run.pdf", "en", "pdf")
+    for p in range(1, pages(pdf) + 1):
+        assert "IN PROGRESS: not a result" in text(pdf, p), f"page {p} lacks the stamp"
+    (zh,) = render_run_report(store, ids["running"], tmp_path / "run-zh.pdf", "zh", "pdf")
+    assert "进行中：并非结果" in text(zh, 1)
+    (aborted,) = render_run_report(store, ids["aborted"], tmp_path / "ab.pdf", "en", "pdf")
+    assert "ABORTED" in flat(text(aborted, 1))

@@ -117,7 +117,7 @@ def test_engine_dying_at_start_is_reported_with_its_log(
         port = busy.getsockname()[1]
         with pytest.raises(EngineProcessError) as exc:
             start_engine(EngineSpec(port=port), tmp_path / "busy", timeout=30, spawner=sock)
-    assert "exited with code 3 during start" in exc.value.message
+    assert "engine exited with code 3 at start" in exc.value.message
     assert "cannot listen" in exc.value.message
     assert _read_pid(tmp_path / "busy") is None
     # spec.check() lets it through, the engine's command line refuses it (exit 4)

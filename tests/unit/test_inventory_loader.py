@@ -37,3 +37,23 @@ def test_unparseable_and_missing_inventory(tmp_path: Path) -> None:
         load_inventory(bad)
     with pytest.raises(InventoryError, match="not found"):
         load_inventory(tmp_path / "none.ini")
+
+
+def test_a_broken_line_and_a_word_for_a_port_are_named(tmp_path: Path) -> None:
+    bad = tmp_path / "hosts.ini"
+    bad.write_text("# site\n[gpu]\ng1 ansible_connection=local\n[weird\n")
+    with pytest.raises(InventoryError) as err:
+        load_inventory(bad)
+    assert err.value.key == "line 4" and "'[weird'" in err.value.message
+    bad.write_text("[gpu]\ng1\n[gpu:vars]\nansible_port = twenty\n")
+    with pytest.raises(InventoryError) as err:
+        load_inventory(bad)
+    assert (err.value.key, err.value.host) == ("line 4: ansible_port", "g1")
+
+
+def test_a_gate_group_without_hosts_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "hosts.ini"
+    p.write_text("[storage]\nst1\n\n[gpu]\n# none yet\n")
+    with pytest.raises(InventoryError, match=r"group \[gpu\] has no hosts") as err:
+        load_inventory(p)
+    assert err.value.key == "line 4"

@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("libraries", ("harness.loadgen", "harness.transport", "harness.config", "harness.store",
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
                    "harness.registry")),
-    ("foundation", ("harness.errors", "harness.verdict", "harness.entry", ROOT)),
+    ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
+                    "harness.labels", ROOT)),
 )
 
 # Leaves: only the command line and the workflow may import them; each imports only what

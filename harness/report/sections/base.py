@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
+from harness.labels import check_label
 from harness.registry import GATE_IDS
 from harness.report import fmt
 from harness.report.fonts import Fonts
@@ -102,6 +103,8 @@ def marks(run: RunInfo, t: Translator) -> list[str]:
         out.append(t("mark.simulated"))
     if run.forced:
         out.append(t("mark.forced"))
+    if run.status == "ABORTED":  # page 1 says it, not only "ERROR"
+        out.append(t("mark.aborted"))
     if run.partial:
         out.append(t("mark.partial", {"n": run.checks_selected, "m": run.checks_total}))
     if run.signed and run.needs_signoff:
@@ -153,22 +156,28 @@ def outcome_word(t: Translator, outcome: str) -> str:
     return t.verdict(outcome if outcome != "SKIPPED" else "SKIPPED")
 
 
-def checks_table(checks: pd.DataFrame, t: Translator) -> Table:
+def _label(c: Any, gate: str | None) -> str:
+    """The check as people name it (`G3 · TP8 · c=16`), not its test function."""
+    return check_label(gate, str(c.nodeid or ""), str(c.name or c.nodeid))
+
+
+def checks_table(checks: pd.DataFrame, t: Translator, gate: str | None = None) -> Table:
     cols = [t("col.check"), t("col.host"), t("col.expected"), t("col.measured"),
             t("col.outcome")]
     rows, tones = [], []
     for c in checks.itertuples(index=False):
-        rows.append([str(c.name or c.nodeid), str(c.host or "—"), str(c.expected or "—"),
+        rows.append([_label(c, gate), str(c.host or "—"), str(c.expected or "—"),
                      str(c.measured or "—"), outcome_word(t, str(c.outcome))])
         tones.append(str(c.outcome))
     return Table(columns=cols, rows=rows, tones=tones)
 
 
-def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30) -> Table | None:
+def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30,
+                        gate: str | None = None) -> Table | None:
     bad = checks[~checks["outcome"].isin(["PASS", "SKIPPED"])]
     if bad.empty:
         return None
-    rows = [[str(c.name or c.nodeid), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
+    rows = [[_label(c, gate), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
             for c in bad.head(limit).itertuples(index=False)]
     return Table(columns=[t("col.check"), t("col.host"), t("col.message")], rows=rows,
                  tones=[str(o) for o in bad.head(limit)["outcome"]])

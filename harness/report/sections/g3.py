@@ -276,9 +276,13 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
     th = thresholds(run.config_json)
     notes = run_notes(run, t)
     tables: list[tuple[str, Table]] = []
+    # The cells have their own table and plots: under "Preflight" only the preflight checks.
+    preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(
+        "::test_cell[", regex=False)] if not frames.checks.empty else frames.checks
+    if not preflight.empty:
+        tables.append((t("h.preflight"), checks_table(preflight, t, run.gate)))
     if not frames.checks.empty:
-        tables.append((t("h.preflight"), checks_table(frames.checks, t)))
-        failed = failed_checks_table(frames.checks, t)
+        failed = failed_checks_table(frames.checks, t, gate=run.gate)
         if failed is not None:
             tables.append((t("h.failed_checks"), failed))
     events = events_table(frames.events, t)

@@ -115,8 +115,8 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         if is_gate(run):
             notes.append(t("note.no_checks"))
     else:
-        tables.append((t("h.checks"), checks_table(checks, t)))
-        failed = failed_checks_table(checks, t)
+        tables.append((t("h.checks"), checks_table(checks, t, run.gate)))
+        failed = failed_checks_table(checks, t, gate=run.gate)
         if failed is not None:
             tables.append((t("h.failed_checks"), failed))
     events = events_table(frames.events, t)

@@ -1,0 +1,66 @@
+"""`gate config show` and `gate config validate`: the effective config, and the whole site
+checked as a run would check it, before any host is touched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.common import config_option, emit_json, inventory_option, json_option, set_option
+from harness.cli.context import open_config
+
+
+@click.group("config")
+def config() -> None:
+    """Show the effective site config; validate it with the inventory."""
+
+
+@config.command("show")
+@config_option
+@set_option
+@json_option
+def show(config_path: str, overrides: tuple[str, ...], as_json: bool) -> None:
+    """The config as gate reads it: every key, defaults filled in, --set applied."""
+    import yaml
+
+    loaded = open_config(config_path, overrides)
+    data = loaded.config.model_dump(mode="json")
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"# effective config of {loaded.path}"
+               + (f" with --set {', '.join(loaded.overrides)}" if loaded.overrides else ""))
+    click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
+                              default_flow_style=None, width=100), nl=False)
+
+
+@config.command("validate")
+@config_option
+@set_option
+@inventory_option
+def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str | None) -> None:
+    """The config, the inventory, every group a gate needs and every host the layouts and
+    arms name: exit 0 when a run would start, else one line naming what to fix (exit 4)."""
+    from harness.config.inventory import load_inventory
+    from harness.registry import GATES
+    from harness.runner import check_site
+
+    loaded = open_config(config_path, overrides)
+    inventory = load_inventory(Path(inventory_path) if inventory_path
+                               else loaded.inventory_path)
+    click.echo(f"config {loaded.path}: ok")
+    click.echo(f"inventory {inventory.path}: {len(inventory.hosts)} hosts, groups "
+               + ", ".join(f"{g} ({len(h)})" for g, h in sorted(inventory.groups.items())))
+    cfg = loaded.config
+    for spec in GATES:
+        if not spec.built:
+            click.echo(f"{spec.id}: not built in this version")
+            continue
+        if spec.id == "G3" and (cfg.arms is None or not cfg.layouts):
+            click.echo("G3: not configured (no arms / layouts)")
+            continue
+        check_site(spec.id, loaded, Path(inventory_path) if inventory_path else None)
+        named = sorted({i.host for la in cfg.layouts for i in la.instances}) \
+            if spec.id == "G3" else []
+        click.echo(f"{spec.id}: ok" + (f" (layout hosts {', '.join(named)})" if named else ""))

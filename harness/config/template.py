@@ -1,0 +1,249 @@
+"""`gate init`'s gate.yaml, generated from the config models so it cannot drift.
+
+Why: the hand-written template omitted keys the error messages send a user to it for
+(gates.g3.estimate, evidence, phase_timeout, gate_budget, the g1/g2/g4 sections) and its
+comments contradicted the code ("4 x c documents" where the dry-run said 64). Here every
+key of SiteConfig is written with its default, each under a one-line comment from
+COMMENTS; the keys a site must fill in (and arms / layouts, which have no useful default)
+come from EXAMPLES. tests/unit/test_config_template.py holds COMMENTS equal to the
+models' keys and loads the result, so a new field without a comment fails a test.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from harness.config.models import SiteConfig
+
+HEADER = """\
+# gate site config, written by `gate init`: every key with its default and what it does.
+# Every key is validated (a typo is an error naming its path, with "did you mean").
+# Secrets never live here: SSH keys come from the agent or key files, passwords from
+# GATE_* environment variables. One value can be changed for one run on the command line,
+# validated like this file and recorded on the run:
+#   gate run G3 --set gates.g3.tiers=[16] --set report.lang=en
+# `gate config show` prints the effective config; `gate config validate` checks it with
+# the inventory and the hosts the layouts name.
+"""
+
+COMMENTS: dict[str, str] = {
+    "site": "where the tests run",
+    "site.name": "a short name for the site (required)",
+    "site.customer": "printed on the report",
+    "site.vendor": "the accelerator's vendor, printed on the report",
+    "site.location": "free text, printed on the report",
+    "campaign": "one series of gates G1 -> G4 at this site",
+    "campaign.name": "created on first use; holds the gate order G1 -> G4 (required)",
+    "campaign.operator": "who runs the gates; empty: the login name of whoever runs gate",
+    "inventory": "Ansible INI inventory with groups gpu / storage / client, relative to here",
+    "known_hosts": "this site's SSH host keys (`gate hosts trust HOST` writes here)",
+    "model": "the same model on both arms",
+    "model.name": "the model both arms serve, as the engines report it (required)",
+    "model.layers": "transformer layers (KV bytes per token = layers x kv_heads x "
+                    "head_dim x 2 x dtype bytes)",
+    "model.kv_heads": "KV heads per layer",
+    "model.head_dim": "dimension of one head",
+    "model.dtype": "KV cache type: bf16 | fp16 | fp8 | fp32",
+    "model.max_model_len": "the engines' context limit; null: not checked",
+    "arms": "what differs between the two sides of the A/B: how each starts, stops, restarts "
+            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by)",
+    "layouts": "what both arms share: name, tp, pp (default 1), instances of host, port, "
+               "scheme (default http)",
+    "load": "how the load generator runs",
+    "load.placement": "local: this host reaches the engines; client: next to them "
+                      "(needs the load agent)",
+    "load.timeout": "one request's timeout, seconds",
+    "load.health": "when the load generator itself counts as saturated (docs/metrics.md "
+                   "\"Phase health\"; looser than a default needs a reviewer's sign-off)",
+    "load.health.max_loop_lag_p99_ms": "event-loop oversleep p99, ms",
+    "load.health.late_after_ms": "a send this many ms after its due time is late",
+    "load.health.max_late_share": "share of late sends that saturates a phase",
+    "load.health.max_process_cpu": "the load generator's CPU, share of one core",
+    "load.health.max_host_cpu": "the whole host's CPU, share of all cores (1.0: not judged)",
+    "load.health.max_sim_lag_share": "a simulated engine's worst wake behind its schedule, "
+                                     "share of the phase",
+    "workload": "what each load phase asks",
+    "workload.kind": "doc-qa: long documents, then a question on each (cold KV recovery)",
+    "workload.doc_tokens": "tokens of each document",
+    "workload.question_tokens": "tokens of the question after each document",
+    "workload.max_tokens": "output tokens of each answer (fixed length)",
+    "workload.seed": "seed of the documents' text",
+    "workload.api": "completions | chat",
+    "workload.docs_per_concurrency": "documents per phase = this x concurrency c, at least "
+                                     "min_docs",
+    "workload.min_docs": "at least this many documents per phase: 64 at c=4, 8 and 16 with "
+                         "the defaults (the dry-run shows the count per cell)",
+    "gates": "each gate's own settings",
+    "gates.g1": "G1 arrival acceptance",
+    "gates.g1.bom": "bill of materials per group, e.g. {gpu: {model: \"NVIDIA A100-SXM4-80GB\", "
+                    "count: 8, min_driver: \"535.104\", firmware: null}}",
+    "gates.g1.optional": "check names that may be skipped without an ERROR",
+    "gates.g2": "G2 single-node baselines",
+    "gates.g2.optional": "check names that may be skipped without an ERROR",
+    "gates.g3": "G3 main gate: the A/B of baseline and accelerated arms",
+    "gates.g3.tiers": "concurrency tiers c; each cell is one layout at one tier",
+    "gates.g3.layouts": "layouts to run; empty: every layout",
+    "gates.g3.repetitions": "ABBA pairs per cell",
+    "gates.g3.repetitions.min": "pairs before the first look (at least 3)",
+    "gates.g3.repetitions.max": "pairs at most, when the first looks cannot decide",
+    "gates.g3.drop_caches_on": "inventory groups whose page cache is dropped before each "
+                               "measured phase, so a read comes from the device, not RAM",
+    "gates.g3.drop_caches_reason": "why not, when drop_caches_on is empty at a real site "
+                                   "(then a PASS needs a reviewer's sign-off)",
+    "gates.g3.thresholds": "the decision: stricter is allowed, weaker is refused",
+    "gates.g3.thresholds.ttft_p50_drop": "TTFT p50 must drop by at least this share",
+    "gates.g3.thresholds.throughput_gain": "throughput must gain at least this share",
+    "gates.g3.thresholds.band_top": "a gain above this needs a reviewer's sign-off",
+    "gates.g3.criteria": "criteria per layout, e.g. {TP8: [ttft_p50_drop]}; a layout not "
+                         "named is judged on both (fewer needs a sign-off)",
+    "gates.g3.engine_process_check": "compare the engines' argv and environment from /proc "
+                                     "(off needs a sign-off)",
+    "gates.g3.confidence": "confidence of the intervals (0.90 .. 0.99)",
+    "gates.g3.bootstrap": "bootstrap resamples per interval",
+    "gates.g3.seed": "seed of the bootstrap and the pair order",
+    "gates.g3.phase_timeout": "a load phase still running after this many seconds is "
+                              "stopped; the cell is ERROR",
+    "gates.g3.gate_budget": "the whole G3 run's time budget, seconds (default 7 days)",
+    "gates.g3.evidence": "what proves the accelerated arm read from the tier",
+    "gates.g3.evidence.min_external_hit_share": "share of prompt tokens the accelerated "
+                                                "arm must read from the tier",
+    "gates.g3.evidence.max_failed_share": "a phase with more failed requests cannot decide",
+    "gates.g3.evidence.max_local_hit_share": "GPU cache hits after a cold restart, at most",
+    "gates.g3.evidence.max_token_disagreement": "share of answers whose token count may "
+                                                "differ from max_tokens",
+    "gates.g3.evidence.storage_sample_interval": "seconds between storage samples",
+    "gates.g3.evidence.metrics_interval": "seconds between /metrics samples of the engines",
+    "gates.g3.evidence.storage_groups": "inventory groups whose disks are sampled",
+    "gates.g3.evidence.diskstats": "the diskstats file on the storage hosts",
+    "gates.g3.evidence.devices": "disks to sample; empty: every whole disk",
+    "gates.g3.estimate": "rough durations for `gate run G3 --dry-run`; set from experience",
+    "gates.g3.estimate.start_s": "seconds to start an arm's engines",
+    "gates.g3.estimate.restart_s": "seconds to cold-restart them",
+    "gates.g3.estimate.stop_s": "seconds to stop them",
+    "gates.g3.estimate.drop_caches_s": "seconds to drop the caches",
+    "gates.g3.estimate.recompute_tokens_per_s": "prompt tokens per second the baseline "
+                                                "recomputes",
+    "gates.g3.estimate.tier_tokens_per_s": "prompt tokens per second read from the tier",
+    "gates.g3.optional": "check names that may be skipped without an ERROR",
+    "gates.g4": "G4 72 h stability",
+    "gates.g4.optional": "check names that may be skipped without an ERROR",
+    "report": "the customer's report",
+    "report.lang": "en | zh",
+    "report.logo": "an image (PNG, JPEG, GIF, SVG) on page 1, relative to this file; null: "
+                   "none",
+    "report.format": "pdf | html | both",
+    "simulated": "set by `gate demo`; a simulated engine is also detected",
+}
+
+# Values a site fills in, and the sections without a useful default, as YAML lines.
+EXAMPLES: dict[str, list[str]] = {
+    "site.name": ["acme-sh-dc2"],
+    "site.customer": ["ACME"],
+    "site.vendor": ["FlashCo"],
+    "campaign.name": ["fx100-2026q4"],
+    "model.name": ["Qwen/Qwen2.5-32B-Instruct"],
+    "arms": [
+        "baseline:                    # no accelerator: the engine recomputes",
+        "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: \"off\"}}",
+        "  stop:    {playbook: serve.yml, vars: {action: stop}}",
+        "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: \"off\"}}",
+        "accelerated:                 # KV cache on the accelerator's NVMe-oF tier",
+        "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: fx100}}",
+        "  stop:    {playbook: serve.yml, vars: {action: stop}}",
+        "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: fx100}}",
+        "  # The only differences G3 accepts between the arms' running engines (globs over",
+        "  # argv / env / what the server reports; `gate run G3` names any other):",
+        "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
+    ],
+    "layouts": [
+        "- {name: TP8,   tp: 8, instances: [{host: gpu1, port: 8000}]}",
+        "- {name: TP4x2, tp: 4, instances: [{host: gpu1, port: 8000}, {host: gpu1, port: 8001}]}",
+    ],
+}
+
+
+def _section(field: FieldInfo) -> type[BaseModel] | None:
+    """The model a field holds when it is written as a nested section, else None."""
+    ann = field.annotation
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union:
+        models = [a for a in typing.get_args(ann) if isinstance(a, type)
+                  and issubclass(a, BaseModel)]
+        return models[0] if len(models) == 1 else None
+    return None
+
+
+def keys(model: type[BaseModel] = SiteConfig, prefix: str = "") -> list[str]:
+    """Every dotted key the template writes: fields, and the fields of nested sections
+    that are not given as an example."""
+    out: list[str] = []
+    for name, field in model.model_fields.items():
+        key = prefix + name
+        out.append(key)
+        sub = _section(field)
+        if sub is not None and key not in EXAMPLES:
+            out += keys(sub, key + ".")
+    return out
+
+
+def _value(value: Any) -> str:
+    """A default as YAML flow text (JSON is YAML; strings quoted only when needed)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, str):
+        plain = value and value.strip() == value and not any(
+            c in value for c in ":#{}[],&*!|>'\"%@`") and value.lower() not in (
+            "null", "true", "false", "yes", "no", "on", "off", "~")
+        return value if plain and not _numberlike(value) else json.dumps(value)
+    return json.dumps(value, ensure_ascii=False).replace('", "', '", "')
+
+
+def _numberlike(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str]) -> None:
+    pad = "  " * indent
+    for name, field in model.model_fields.items():
+        key = prefix + name
+        comment = COMMENTS.get(key) or field.description or ""
+        if indent == 0:
+            out.append("")
+        if comment:
+            out.append(f"{pad}# {comment}")
+        example = EXAMPLES.get(key)
+        sub = _section(field)
+        if example is not None and (len(example) > 1 or sub is not None or key == "layouts"):
+            out.append(f"{pad}{name}:")
+            out += [f"{pad}  {line}" for line in example]
+        elif example is not None:
+            out.append(f"{pad}{name}: {example[0]}")
+        elif sub is not None and not field.is_required() and field.default is None:
+            out.append(f"{pad}{name}: null")
+        elif sub is not None:
+            out.append(f"{pad}{name}:")
+            _write(sub, key + ".", indent + 1, out)
+        else:
+            out.append(f"{pad}{name}: {_value(field.get_default(call_default_factory=True))}")
+
+
+def template() -> str:
+    """The whole gate.yaml `gate init` writes."""
+    out: list[str] = []
+    _write(SiteConfig, "", 0, out)
+    return HEADER + "\n".join(out) + "\n"

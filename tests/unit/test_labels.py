@@ -1,0 +1,34 @@
+"""Checks named for people, and --json with numbers and ISO 8601 times (issue 16)."""
+
+from __future__ import annotations
+
+from harness.cli.status_cmd import iso, number
+from harness.labels import check_label
+
+
+def test_cells_and_preflight_checks_read_as_people_name_them() -> None:
+    assert check_label("G3", "test_g3.py::test_cell[TP8-c16]", "test_cell") == "G3 · TP8 · c=16"
+    assert check_label("G3", "test_g3.py::test_cell[TP4x2-c4]", "test_cell") == \
+        "G3 · TP4x2 · c=4"
+    assert check_label("G3", "test_g3.py::test_arms_serve_the_same_model[TP8]",
+                       "test_arms_serve_the_same_model") == \
+        "G3 · TP8 · arms serve the same model"
+    assert check_label("G1", "test_g1.py::test_gpu_count[gpu1]", "test_gpu_count") == \
+        "G1 · gpu1 · gpu count"
+    assert check_label(None, "x.py::test_plain", "test_plain") == "plain"
+
+
+def test_json_numbers_and_times() -> None:
+    assert number("2") == 2 and number("0.275") == 0.275 and number("1e3") == 1000.0
+    assert number(">= 1") == ">= 1" and number("nan") == "nan" and number(None) is None
+    assert iso(0.0) == "1970-01-01T00:00:00+00:00" and iso(None) is None
+
+
+def test_a_progress_line_has_its_place_elapsed_and_an_eta_from_phases_measured() -> None:
+    from harness.cli.progress import progress_line
+
+    d = {"gate": "G3", "layout": "TP8", "tier": 16, "arm": "accelerated", "repetition": 1,
+         "phase": "measured", "done": 32, "total": 64, "phase_no": 4, "phases_planned": 12}
+    # 3.5 phases in 70 s: 20 s a phase, 8.5 phases left
+    assert progress_line(d, 70.0) == ("G3 · TP8 · c=16 · accelerated · pair 2 · measured: "
+                                      "32/64 requests · 1:10 elapsed · ETA 2:50")
