@@ -108,6 +108,9 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
     for note in out.workload.notes:
         click.echo(f"gate: note: {note}", err=True)
+    if out.failures is not None:
+        for line in out.failures.lines():
+            click.echo(f"gate: {line}", err=True)
     if out.health.saturated:
         click.echo(f"gate: warning: client saturated: {out.health.reason}: the numbers above "
                    "may show the load generator's limit, not the server's", err=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from harness.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, StoreError, UsageError
 from harness.loadgen import storage
 from harness.loadgen.engine import Arrival, PhaseResult
+from harness.loadgen.failures import FailureReport, explain
 from harness.loadgen.health import HealthBounds, PhaseHealth
 from harness.loadgen.phase import InProcessExecutor, PhaseOutcome, PhaseSpec
 from harness.loadgen.probe import ServerInfo, probe_all, require_model
@@ -69,6 +70,8 @@ class BenchOutcome:
     verdict: str | None  # a bench is not a gate: None, or ERROR when nothing completed
     reason: str = ""
     health: PhaseHealth = field(default_factory=PhaseHealth)
+    # most requests failed: the first failures in the server's words and a likely cause
+    failures: FailureReport | None = None
 
     @property
     def exit_code(self) -> int:
@@ -77,13 +80,16 @@ class BenchOutcome:
         return EXIT_ERROR if s.completed == 0 else EXIT_INCONCLUSIVE if s.failed else 0
 
 
-def outcome(completed: int, failed: int) -> tuple[str | None, str]:
+def outcome(completed: int, failed: int,
+            failures: FailureReport | None = None) -> tuple[str | None, str]:
     """(verdict, reason) stored on a bench run. A bench decides nothing, so it has no
-    verdict (RECORDED, see harness.verdict.effective) unless it failed outright."""
+    verdict (RECORDED, see harness.verdict.effective) unless it failed outright. When
+    most requests failed, the reason carries the first failure in the server's words."""
+    first = f" (first: {failures.samples[0].line()})" if failures and failures.samples else ""
     if completed == 0:
-        return "ERROR", f"all {failed} requests failed"
+        return "ERROR", f"all {failed} requests failed{first}"
     if failed:
-        return None, f"{failed} of {failed + completed} requests failed"
+        return None, f"{failed} of {failed + completed} requests failed{first}"
     return None, f"{completed} requests completed"
 
 
@@ -192,14 +198,16 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
             raise
         with left_running(run_id):
             rows, evidence = storage.sampled(sampler)
-            summary = phase.finish(done, series=rows, cache_evidence=evidence)
+            failures = explain(done.records, api=o.api, model=o.model)
+            summary = phase.finish(done, series=rows, cache_evidence=evidence,
+                                   extra={"failures": failures.to_dict()} if failures else None)
             result = done.result
-            verdict, reason = outcome(result.summary.completed, result.summary.failed)
+            verdict, reason = outcome(result.summary.completed, result.summary.failed, failures)
             finish_run(store, run_id, verdict=verdict,  # NULL: not a gate
                        reason=reason, simulated=simulated)
         return BenchOutcome(run_id=run_id, benchmark_id=phase.benchmark_id, result=result,
                             workload=wl, infos=infos, summary=summary, verdict=verdict,
-                            reason=reason, health=done.health)
+                            reason=reason, health=done.health, failures=failures)
     finally:
         store.close()
 

@@ -226,9 +226,14 @@ def test_bench_where_every_request_failed_is_error_exit_3(tmp_path: Path) -> Non
         out = gate(db, *bench_args(url, "--requests", "6", "--json", "--no-progress"))
     assert out.returncode == 3, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["verdict"] == "ERROR" and doc["reason"] == "all 6 requests failed"
+    reason = "all 6 requests failed (first: HTTP 500: injected http_500 x6)"
+    assert doc["verdict"] == "ERROR" and doc["reason"] == reason
+    # the server's own words, on stderr and in the stored summary
+    assert "gate: 6 of 6 requests failed; first failures:" in out.stderr
+    assert "gate:   HTTP 500: injected http_500 x6" in out.stderr
+    assert doc["summary"]["failures"]["first"][0]["message"] == "injected http_500"
     (run,) = runs(Store(f"sqlite:///{db}"), kind="bench")
-    assert (run.status, run.verdict, run.reason) == ("FINISHED", "ERROR", "all 6 requests failed")
+    assert (run.status, run.verdict, run.reason) == ("FINISHED", "ERROR", reason)
 
 
 def all_failed_copy(tmp_path: Path) -> Path:
