@@ -18,6 +18,10 @@ from harness.cli.common import config_option, db_option, emit_json, json_option
 if TYPE_CHECKING:
     from harness.loadgen.health import HealthBounds
 
+# harness.loadgen.engines.ENGINE_NAMES, spelled out so `gate bench --help` imports nothing
+ENGINE_CHOICES = ("vllm", "sglang", "tgi", "llama.cpp", "llama-cpp-python", "ollama",
+                  "generic")
+
 BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
 gate section; progress goes to stderr. A bench is not a gate: its run is stored without a
 verdict (`recorded`), or ERROR when no request completed. Exit 0 when every request
@@ -62,6 +66,9 @@ an endpoint is down, 4 for bad options or a model the server does not serve."""
 @click.option("--campaign", default=None,
               help="Campaign to file under (default: the config's, else `bench`).")
 @click.option("--save", "save", default=None, help="Also write a vLLM-style result JSON.")
+@click.option("--engine", default=None, type=click.Choice(ENGINE_CHOICES),
+              help="The engine behind --url, when detection guesses wrong (default: the "
+              "config's engine:, else detected from /v1/models, /version, /metrics).")
 @config_option
 @db_option
 @json_option
@@ -71,7 +78,8 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
           burstiness: float, warmup: int, max_tokens: int, duration: float | None,
           timeout: float, api: str, seed: int, goodput: tuple[str, ...],
           metrics_interval: float, no_metrics: bool, no_progress: bool, campaign: str | None,
-          save: str | None, config_path: str, db_url: str | None, as_json: bool) -> None:
+          save: str | None, engine: str | None, config_path: str, db_url: str | None,
+          as_json: bool) -> None:
     """Load one endpoint set with one workload and store it as a run of kind bench."""
     from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
     from harness.loadgen.report import format_summary, to_vllm_json
@@ -87,6 +95,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         metrics_interval=metrics_interval, scrape_metrics=not no_metrics,
         progress=not no_progress, args=tuple(sys.argv[1:]),
         **_filed_under(config_path, campaign), health=_health_bounds(config_path),
+        engine=engine or _configured_engine(config_path),
     )
     out = run_bench(opts, db_url)
     res = out.result
@@ -128,6 +137,16 @@ def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
 
     cfg = load_config(path).config
     return {"campaign": campaign or cfg.campaign.name, "site": cfg.site.name}
+
+
+def _configured_engine(config_path: str) -> str | None:
+    """The site config's `engine:` when there is a config that names one."""
+    path = Path(config_path)
+    if not path.is_file():
+        return None
+    from harness.config.loader import load_config
+
+    return load_config(path).config.engine
 
 
 def _health_bounds(config_path: str) -> HealthBounds:

@@ -46,6 +46,7 @@ def model_card(info: ServerInfo) -> Card:
     tp = sim.get("tp", _mapping(raw.get("parallel_config")).get("tensor_parallel_size"))
     return {"models": list(info.models), "model": info.models[0] if info.models else None,
             "max_model_len": info.max_model_len, "version": info.version,
+            "engine": info.engine.name if info.engine else None,
             "tp": int(tp) if isinstance(tp, int | float | str) else None,
             "simulated": bool(sim.get("simulated"))}
 

@@ -175,9 +175,9 @@ def compare_cards(config: SiteConfig, layout: Layout,
     problems: list[Problem] = []
     base, acc = cards.get("baseline", []), cards.get("accelerated", [])
     for key, label in (("model", "served model"), ("max_model_len", "max_model_len"),
-                       ("version", "engine version")):
-        b = sorted({str(c[key]) for c in base if c[key] is not None})
-        a = sorted({str(c[key]) for c in acc if c[key] is not None})
+                       ("version", "engine version"), ("engine", "engine")):
+        b = sorted({str(c[key]) for c in base if c.get(key) is not None})
+        a = sorted({str(c[key]) for c in acc if c.get(key) is not None})
         if b and a and b != a:
             problems.append(Problem(ProblemKind.MODEL,
                                     f"{label} differs: baseline {', '.join(b)} vs "

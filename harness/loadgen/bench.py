@@ -57,6 +57,7 @@ class BenchOptions:
     args: tuple[str, ...] = ()
     # the site config's load.health when there is one
     health: HealthBounds = field(default_factory=HealthBounds)
+    engine: str | None = None  # --engine / the config's engine: overrides detection
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
         raise UsageError("--warmup must be >= 0", key="--warmup")
     if not o.urls:
         raise UsageError("give at least one --url", key="--url")
-    infos = probe_all(list(o.urls))
+    infos = probe_all(list(o.urls), engine=o.engine)
     for info in infos:
         require_model(info, o.model)
     wl, specs = build_workload(o, o.urls[0])
@@ -175,7 +176,11 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
             "requests": len(specs) - o.warmup, "max_tokens": o.max_tokens, "api": o.api,
             "duration": o.duration, "timeout": o.timeout, "seed": o.seed, "slo": o.slo,
             "servers": [{"url": i.url, "models": i.models, "version": i.version,
-                         "max_model_len": i.max_model_len, "card": i.raw} for i in infos],
+                         "max_model_len": i.max_model_len, "card": i.raw,
+                         **(i.engine.to_dict() if i.engine else {})} for i in infos],
+            # top-level so the report's versions table shows them
+            "engine": ", ".join(sorted({i.engine.name for i in infos if i.engine})),
+            "engine_version": ", ".join(sorted({i.version for i in infos if i.version})),
         }
         spec = PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs),
                          concurrency=o.concurrency, rate=o.rate, arrival=arrival,
