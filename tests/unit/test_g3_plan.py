@@ -137,7 +137,7 @@ def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
 
 @pytest.mark.parametrize(("acc", "base", "words"), [
     ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 0}, ""),
-    ({"exposes_external": False, "external_hit_share": 0.0}, {}, "no external-cache counters"),
+    ({"exposes_external": False, "external_hit_share": 0.0}, {}, "no engine counter"),
     ({"exposes_external": True, "external_hit_share": 0.2}, {}, "accelerator not exercised"),
     ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 512},
      "baseline contaminated"),

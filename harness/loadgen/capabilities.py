@@ -1,0 +1,126 @@
+"""What a server can do for a campaign, said before anyone spends a day on one.
+
+`gate probe URL` asks the server a few cheap questions (harness.loadgen.probe.probe for
+its identity, then one route at a time: health, tokenize, one one-token completion,
+/metrics) and `assess` turns the answers into what a user needs: which engine this is,
+which endpoints answer, what evidence its /metrics can give, and what G3 will be able to
+prove there. Pure: the answers in, the assessment out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.loadgen.engines import Profile
+from harness.probes.prometheus import PREFIX_HITS, TIER_FAMILIES
+
+
+@dataclass(frozen=True)
+class RouteCheck:
+    """One route tried: what it is for, whether it answered, and how."""
+
+    route: str
+    purpose: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Assessment:
+    url: str
+    engine: str
+    version: str | None
+    why: list[str]
+    models: list[str]
+    max_model_len: int | None
+    routes: list[RouteCheck]
+    evidence: list[str]          # what its /metrics can show
+    g3: list[str]                # what G3 will (not) be able to prove here
+    g3_can_decide: bool          # False: every cell would end INCONCLUSIVE here
+    hints: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.url}: {self.engine}" + (f" {self.version}" if self.version else "")
+               + f" ({'; '.join(self.why)})",
+               f"  models: {', '.join(self.models)}"
+               + (f" (max_model_len {self.max_model_len})" if self.max_model_len else "")]
+        out.append("  endpoints:")
+        out += [f"    {'ok ' if r.ok else 'no '} {r.route:<22} {r.purpose}"
+                + (f": {r.detail}" if r.detail else "") for r in self.routes]
+        out.append("  evidence on /metrics:")
+        out += [f"    {e}" for e in self.evidence]
+        out.append("  G3 here:")
+        out += [f"    {g}" for g in self.g3]
+        out += [f"  hint: {h}" for h in self.hints]
+        return out
+
+
+def tier_families(metric_names: frozenset[str] | set[str]) -> list[str]:
+    """The families on /metrics that can prove a KV tier was read (sorted, deduplicated
+    by prefix: `lmcache:*` once, not per counter)."""
+    found = []
+    for prefix in TIER_FAMILIES:
+        if any(n.startswith(prefix) for n in metric_names):
+            found.append(prefix + ("*" if prefix.endswith(":") else ""))
+    return found
+
+
+def assess(*, url: str, profile: Profile, version: str | None, why: list[str],
+           models: list[str], max_model_len: int | None, routes: list[RouteCheck],
+           metric_names: frozenset[str] | set[str], allow_storage_evidence: bool = False
+           ) -> Assessment:
+    """What this server gives a campaign. G3 can decide here only when a completion
+    answers, the engine honours ignore_eos, and something proves the tier was read: an
+    engine counter, or storage bandwidth where the config allows it."""
+    tiers = tier_families(metric_names)
+    evidence: list[str] = []
+    if not metric_names:
+        evidence.append("no /metrics: no engine counters at all")
+    else:
+        evidence.append(f"{len(metric_names)} samples"
+                        + (f", {profile.metric_prefix}* families" if profile.metric_prefix
+                           else ""))
+        if any(n.startswith(PREFIX_HITS) for n in metric_names) or any(
+                n.startswith(("sglang:cached_tokens", "llamacpp:prompt_tokens_cache"))
+                for n in metric_names):
+            evidence.append("GPU prefix-cache hits (proves a restart was cold)")
+        evidence += [f"external KV tier: {t}" for t in tiers] or \
+            ["no external KV tier counter"]
+    completion = next((r for r in routes if r.purpose.startswith("completion")), None)
+    g3: list[str] = []
+    hints: list[str] = []
+    can = True
+    if completion is not None and not completion.ok:
+        can = False
+        g3.append("cannot load it: the one-token completion failed (see its line above)")
+    if profile.ignore_eos:
+        g3.append("output length can be fixed (ignore_eos honoured)")
+    else:
+        can = False
+        g3.append(f"{profile.name} does not honour ignore_eos: output lengths cannot be "
+                  "fixed, so cells end INCONCLUSIVE 'output length not fixed'")
+    if tiers:
+        g3.append(f"can prove the accelerated arm read the tier ({', '.join(tiers)}) and "
+                  "the baseline did not")
+    elif allow_storage_evidence:
+        g3.append("no engine counter proves the tier: storage read bandwidth stands in "
+                  "(gates.g3.evidence.allow_storage_evidence; needs a reviewer's sign-off)")
+    else:
+        can = False
+        g3.append("nothing on this server proves a tier was read: cells end INCONCLUSIVE "
+                  "'accelerator not exercised' unless gates.g3.evidence."
+                  "allow_storage_evidence is set (then storage bandwidth stands in)")
+        if profile.proves_tier:
+            hints.append(f"{profile.name} exposes {profile.tier_counters} when its KV tier "
+                         "is enabled: is this the accelerated arm?")
+    tokenize = next((r for r in routes if r.purpose.startswith("tokenize")), None)
+    if tokenize is not None and not tokenize.ok:
+        g3.append("no tokenize route: prompt lengths are calibrated from usage counts "
+                  "(flagged) or estimated")
+    return Assessment(url=url, engine=profile.name, version=version, why=why, models=models,
+                      max_model_len=max_model_len, routes=routes, evidence=evidence, g3=g3,
+                      g3_can_decide=can, hints=hints)
