@@ -90,13 +90,16 @@ def assess(*, url: str, profile: Profile, version: str | None, why: list[str],
             evidence.append("GPU prefix-cache hits (proves a restart was cold)")
         evidence += [f"external KV tier: {t}" for t in tiers] or \
             ["no external KV tier counter"]
-    completion = next((r for r in routes if r.purpose.startswith("completion")), None)
+    completions = [r for r in routes if r.purpose.startswith("completion")]
     g3: list[str] = []
     hints: list[str] = []
     can = True
-    if completion is not None and not completion.ok:
+    if completions and not any(r.ok for r in completions):
         can = False
-        g3.append("cannot load it: the one-token completion failed (see its line above)")
+        g3.append("cannot load it: no one-token completion succeeded (see the lines above)")
+    elif completions and not all(r.ok for r in completions):
+        works = next(r.route for r in completions if r.ok)
+        hints.append(f"only {works} answers: load it with that API (gate bench --api)")
     if profile.ignore_eos:
         g3.append("output length can be fixed (ignore_eos honoured)")
     else:
@@ -111,16 +114,17 @@ def assess(*, url: str, profile: Profile, version: str | None, why: list[str],
                   "(gates.g3.evidence.allow_storage_evidence; needs a reviewer's sign-off)")
     else:
         can = False
-        g3.append("nothing on this server proves a tier was read: cells end INCONCLUSIVE "
-                  "'accelerator not exercised' unless gates.g3.evidence."
-                  "allow_storage_evidence is set (then storage bandwidth stands in)")
+        g3.append("as the accelerated arm: nothing on this server proves a tier was read, "
+                  "so cells end INCONCLUSIVE 'accelerator not exercised' unless gates.g3."
+                  "evidence.allow_storage_evidence is set (then storage bandwidth stands "
+                  "in); a baseline shows none, as it should")
         if profile.proves_tier:
             hints.append(f"{profile.name} exposes {profile.tier_counters} when its KV tier "
                          "is enabled: is this the accelerated arm?")
     tokenize = next((r for r in routes if r.purpose.startswith("tokenize")), None)
     if tokenize is not None and not tokenize.ok:
-        g3.append("no tokenize route: prompt lengths are calibrated from usage counts "
-                  "(flagged) or estimated")
+        g3.append("no tokenize route: prompt lengths are estimates (the run says "
+                  "ESTIMATED), not the server's exact counts")
     return Assessment(url=url, engine=profile.name, version=version, why=why, models=models,
                       max_model_len=max_model_len, routes=routes, evidence=evidence, g3=g3,
                       g3_can_decide=can, hints=hints)

@@ -63,7 +63,7 @@ async def _optional_json(s: aiohttp.ClientSession, url: str) -> Any:
 
 
 async def _metric_names(s: aiohttp.ClientSession, url: str) -> frozenset[str]:
-    """Sample names on /metrics (empty when it has none)."""
+    """What /metrics declares (empty when it has none)."""
     try:
         async with s.get(url) as r:
             if r.status != 200:
@@ -71,8 +71,20 @@ async def _metric_names(s: aiohttp.ClientSession, url: str) -> frozenset[str]:
             text = await r.text(errors="replace")
     except (aiohttp.ClientError, TimeoutError):
         return frozenset()
-    names = {line.split("{", 1)[0].split(" ", 1)[0] for line in text.splitlines()
-             if line and not line.startswith("#")}
+    return metric_names(text)
+
+
+def metric_names(text: str) -> frozenset[str]:
+    """Sample names and declared families (`# TYPE`) of an exposition: a labelled counter
+    no request has touched yet is declared but has no sample."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            parts = line.split()
+            if len(parts) >= 3:
+                names.add(parts[2])
+        elif line and not line.startswith("#"):
+            names.add(line.split("{", 1)[0].split(" ", 1)[0])
     return frozenset(n for n in names if n)
 
 

@@ -321,8 +321,9 @@ class CacheEvidence:
 
 
 def exposes_tier(s: MetricsSnapshot) -> bool:
-    """Does this engine expose a counter that can prove a KV tier was read?"""
-    return any(n.startswith(TIER_FAMILIES) for n in s.names())
+    """Does this engine expose a counter that can prove a KV tier was read? Declared
+    families count too: a labelled counter no request has touched has no sample yet."""
+    return any(n.startswith(TIER_FAMILIES) for n in s.names() | set(s.types))
 
 
 def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvidence:
