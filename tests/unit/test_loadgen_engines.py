@@ -33,6 +33,7 @@ def names(path: Path) -> set[str]:
      "engines/llamacpp-metrics_issue13196_PARTIAL.prom", "llama.cpp"),
     ({"/v1/models": "llamacpp-models_maki-pr242_PARTIAL.json"}, None, "llama.cpp"),
     ({"/v1/models": "tgi-models_pr2433.json"}, None, "tgi"),
+    ({"/v1/models": "llama-cpp-python-models_0.3.36.json"}, None, "llama-cpp-python"),
     ({"/api/version": "ollama-api-version_docs.json"}, None, "ollama"),
 ])
 def test_each_engine_is_recognised_from_what_it_answers(answers: dict[str, str],
