@@ -69,6 +69,10 @@ an endpoint is down, 4 for bad options or a model the server does not serve."""
 @click.option("--engine", default=None, type=click.Choice(ENGINE_CHOICES),
               help="The engine behind --url, when detection guesses wrong (default: the "
               "config's engine:, else detected from /v1/models, /version, /metrics).")
+@click.option("--calibrate-with-usage", is_flag=True,
+              help="Server without a tokenize route (SGLang, Ollama): calibrate prompt "
+              "lengths from one-token completions' usage.prompt_tokens. Flagged: the "
+              "server then has the documents in its prefix cache.")
 @config_option
 @db_option
 @json_option
@@ -78,8 +82,8 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
           burstiness: float, warmup: int, max_tokens: int, duration: float | None,
           timeout: float, api: str, seed: int, goodput: tuple[str, ...],
           metrics_interval: float, no_metrics: bool, no_progress: bool, campaign: str | None,
-          save: str | None, engine: str | None, config_path: str, db_url: str | None,
-          as_json: bool) -> None:
+          save: str | None, engine: str | None, calibrate_with_usage: bool,
+          config_path: str, db_url: str | None, as_json: bool) -> None:
     """Load one endpoint set with one workload and store it as a run of kind bench."""
     from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
     from harness.loadgen.report import format_summary, to_vllm_json
@@ -96,6 +100,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         progress=not no_progress, args=tuple(sys.argv[1:]),
         **_filed_under(config_path, campaign), health=_health_bounds(config_path),
         engine=engine or _configured_engine(config_path),
+        calibrate_with_usage=calibrate_with_usage,
     )
     out = run_bench(opts, db_url)
     res = out.result

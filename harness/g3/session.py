@@ -118,7 +118,7 @@ class G3Session:
             seen[arm] = self.start(arm, layout, preflight=True)
             try:
                 eps = endpoints(self.config, self.gate.inventory, arm, layout)
-                infos = [asyncio.run(probe(ep.url)) for ep in eps]
+                infos = [asyncio.run(probe(ep.url, engine=self.config.engine)) for ep in eps]
                 cards[arm] = [model_card(info) for info in infos]
                 for ep, info, card in zip(eps, infos, cards[arm], strict=True):
                     store_runs.add_host_fact(
@@ -138,6 +138,16 @@ class G3Session:
                            seen["baseline"].problems + seen["accelerated"].problems, exposes)
         self.preflights[layout.name] = result
         return result
+
+    def honours_ignore_eos(self, arm: str, layout: Layout) -> bool:
+        """Does every engine preflight found on this arm honour ignore_eos? (True when
+        preflight named none: the old behaviour, and the length check still guards.)"""
+        from harness.loadgen.engines import PROFILES
+
+        pre = self.preflights.get(layout.name)
+        names = {str(c.get("engine")) for c in (pre.cards.get(arm, []) if pre else [])
+                 if c.get("engine")}
+        return all(PROFILES[n].ignore_eos for n in names if n in PROFILES)
 
     # -- one arm, one repetition ---------------------------------------------------------
     def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Workload:
@@ -172,18 +182,20 @@ class G3Session:
         try:
             docs = workload or self.workload(cell, rep, eps[0].url)
             specs = list(docs.specs)
+            ignore_eos = self.honours_ignore_eos(arm, layout)
 
             def begin(phase: str) -> PhaseWriter:
                 return storage.PhaseWriter(store, run_id,
                                      PhaseKey(arm, layout.name, cell.tier, rep, phase),
-                                     params=phase_params(specs, urls, cfg, docs))
+                                     params=phase_params(specs, urls, cfg, docs, ignore_eos))
 
-            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
+            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs,
+                              ignore_eos)
             warm = begin("warm")
             w = self.executor.run(spec, warm.sink)
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
-            _some_succeeded(w.records, "warm", arm)
+            _some_succeeded(w.records, "warm", arm, cfg)
             warmed = scrape_all(urls, scrape)
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
@@ -205,7 +217,7 @@ class G3Session:
                 bench.finish(m, series=series)
             _ended_in_time(m, "measured", arm)
             _still_healthy(eps, bench, m)
-            _some_succeeded(m.records, "measured", arm)
+            _some_succeeded(m.records, "measured", arm, cfg)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
             evidence["cold_restart"] = all_restarted(warmed, before)
@@ -348,13 +360,16 @@ def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOu
                                       host=ep.url, stage="measured") from None
 
 
-def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str) -> None:
+def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str,
+                    cfg: SiteConfig) -> None:
     """A phase where every request failed measured nothing: that is an ERROR to fix
-    (wrong model, context too long, engine broken), not an infinitely slow arm."""
+    (wrong model, context too long, engine broken), not an infinitely slow arm. The
+    message quotes the server and names the likely cause (harness.loadgen.failures)."""
     if records and not any(r.ok for r in records):
-        kinds: dict[str, int] = {}
-        for r in records:
-            kinds[str(r.error)[:200]] = kinds.get(str(r.error)[:200], 0) + 1
-        top = max(kinds, key=lambda k: kinds[k])
+        from harness.loadgen.failures import explain
+
+        report = explain(records, api=cfg.workload.api, model=cfg.model.name)
+        first = report.samples[0].line() if report and report.samples else "?"
+        hint = f"; likely cause: {report.hint}" if report and report.hint else ""
         raise MeasurementError(f"every request of the {arm} {phase} phase failed "
-                               f"({len(records)}x), e.g. {top}", stage=phase)
+                               f"({len(records)}x), e.g. {first}{hint}", stage=phase)

@@ -58,6 +58,8 @@ class BenchOptions:
     # the site config's load.health when there is one
     health: HealthBounds = field(default_factory=HealthBounds)
     engine: str | None = None  # --engine / the config's engine: overrides detection
+    # no tokenize route: count with one-token completions' usage (flagged in the notes)
+    calibrate_with_usage: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,14 @@ def build_workload(o: BenchOptions, tokenize_url: str | None) -> tuple[Workload,
     if o.workload == "doc-qa":
         wl = doc_qa(o.docs, o.doc_tokens, o.question_tokens, o.seed,
                     tokenize_url=tokenize_url, prefix_share=o.prefix_share,
-                    max_tokens=o.max_tokens, model=o.model)
+                    max_tokens=o.max_tokens, model=o.model,
+                    usage_fallback=o.calibrate_with_usage)
         warm: list[RequestSpec] = []
         if o.warmup:
             warm = doc_qa(min(o.warmup, o.docs), o.doc_tokens, o.question_tokens, o.seed,
                           tokenize_url=tokenize_url, prefix_share=o.prefix_share,
-                          max_tokens=o.max_tokens, model=o.model, first_doc=o.docs).specs
+                          max_tokens=o.max_tokens, model=o.model, first_doc=o.docs,
+                          usage_fallback=o.calibrate_with_usage).specs
         n = o.requests or o.docs
         return wl, repeat(warm, o.warmup) + repeat(wl.specs, n)
     if o.workload_file is None:

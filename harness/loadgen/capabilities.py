@@ -124,7 +124,8 @@ def assess(*, url: str, profile: Profile, version: str | None, why: list[str],
     tokenize = next((r for r in routes if r.purpose.startswith("tokenize")), None)
     if tokenize is not None and not tokenize.ok:
         g3.append("no tokenize route: prompt lengths are estimates (the run says "
-                  "ESTIMATED), not the server's exact counts")
+                  "ESTIMATED); `gate bench --calibrate-with-usage` counts them from "
+                  "one-token completions instead (flagged)")
     return Assessment(url=url, engine=profile.name, version=version, why=why, models=models,
                       max_model_len=max_model_len, routes=routes, evidence=evidence, g3=g3,
                       g3_can_decide=can, hints=hints)

@@ -339,3 +339,21 @@ def test_bench_against_the_simulator_stores_the_phase_health(tmp_path: Path) -> 
     assert "gate: warning: client saturated: event-loop lag p99 " in tight.stderr
     assert second.summary["health"]["saturated"] is True
     assert second.summary["health"]["reasons"][0].startswith("event-loop lag p99 ")
+
+
+def test_no_tokenize_route_calibrates_from_usage_only_when_asked(tmp_path: Path) -> None:
+    """A server with no tokenize route (SGLang, Ollama): estimates by default; with
+    --calibrate-with-usage, exact lengths from one-token completions, flagged."""
+    db = tmp_path / "g.db"
+    with running_server(ServerConfig(tokenizer=False)) as (url, _):
+        plain = gate(db, *bench_args(url, "--json", "--no-progress"))
+        used = gate(db, *bench_args(url, "--json", "--no-progress", "--calibrate-with-usage"))
+    assert plain.returncode == 0 and used.returncode == 0, used.stderr
+    assert json.loads(plain.stdout)["calibrated"] is False
+    doc = json.loads(used.stdout)
+    assert doc["calibrated"] is True
+    assert any("usage.prompt_tokens of one-token completions" in n for n in doc["notes"])
+    assert "prefix cache may hold them" in used.stderr
+    (b,) = benchmarks(Store(f"sqlite:///{db}"), doc["run_id"])
+    assert b.params["workload_params"]["tokenizer"] == "usage"
+    assert b.params["exact"] is True  # every prompt at doc + question tokens exactly
