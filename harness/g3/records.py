@@ -92,8 +92,11 @@ def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
 
 
 def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
-                 workload: Workload, ignore_eos: bool = True) -> JSONDict:
-    return {"docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
+                 workload: Workload, ignore_eos: bool = True,
+                 engine: Mapping[str, str] | None = None) -> JSONDict:
+    """A G3 phase's benchmark params; `engine` (engine, engine_version, as preflight
+    found them) is where the report's versions table reads them."""
+    return {**(engine or {}), "docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
             "endpoints": [u for u in urls], "api": cfg.workload.api,
             "max_tokens": cfg.workload.max_tokens,
             "fixed_output": {"max_tokens": cfg.workload.max_tokens,

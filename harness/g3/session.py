@@ -139,15 +139,25 @@ class G3Session:
         self.preflights[layout.name] = result
         return result
 
+    def _card_values(self, arm: str, layout: Layout, key: str) -> list[str]:
+        pre = self.preflights.get(layout.name)
+        cards = pre.cards.get(arm, []) if pre else []
+        return sorted({str(c.get(key)) for c in cards if c.get(key)})
+
     def honours_ignore_eos(self, arm: str, layout: Layout) -> bool:
         """Does every engine preflight found on this arm honour ignore_eos? (True when
         preflight named none: the old behaviour, and the length check still guards.)"""
         from harness.loadgen.engines import PROFILES
 
-        pre = self.preflights.get(layout.name)
-        names = {str(c.get("engine")) for c in (pre.cards.get(arm, []) if pre else [])
-                 if c.get("engine")}
-        return all(PROFILES[n].ignore_eos for n in names if n in PROFILES)
+        return all(PROFILES[n].ignore_eos for n in self._card_values(arm, layout, "engine")
+                   if n in PROFILES)
+
+    def engine_names(self, arm: str, layout: Layout) -> dict[str, str]:
+        """engine and engine_version of the arm's instances, as preflight read them."""
+        names = self._card_values(arm, layout, "engine")
+        versions = self._card_values(arm, layout, "version")
+        return {k: ", ".join(v) for k, v in (("engine", names), ("engine_version", versions))
+                if v}
 
     # -- one arm, one repetition ---------------------------------------------------------
     def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Workload:
@@ -183,11 +193,13 @@ class G3Session:
             docs = workload or self.workload(cell, rep, eps[0].url)
             specs = list(docs.specs)
             ignore_eos = self.honours_ignore_eos(arm, layout)
+            engine = self.engine_names(arm, layout)
 
             def begin(phase: str) -> PhaseWriter:
                 return storage.PhaseWriter(store, run_id,
                                      PhaseKey(arm, layout.name, cell.tier, rep, phase),
-                                     params=phase_params(specs, urls, cfg, docs, ignore_eos))
+                                     params=phase_params(specs, urls, cfg, docs, ignore_eos,
+                                                         engine))
 
             spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs,
                               ignore_eos)

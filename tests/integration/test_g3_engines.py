@@ -37,6 +37,9 @@ def test_an_engine_without_ignore_eos_gets_standard_requests(site: Site) -> None
     params = [json.loads(str(p[0])) for p in site.query(
         "SELECT params FROM benchmark WHERE phase='measured'")]
     assert params and all(p["fixed_output"] == {"max_tokens": 128} for p in params)
+    # where the report's versions table reads them
+    assert all(p["engine"] == "llama-cpp-python" for p in params)
+    assert all(p["engine_version"].startswith("gate-sim") for p in params)
     cards = [json.loads(str(v[0])) for v in site.query(
         "SELECT value FROM host_fact WHERE key LIKE 'engine %' "
         "AND key NOT LIKE 'engine identity%'")]
