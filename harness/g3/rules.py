@@ -109,9 +109,12 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         t = pair[arm].ttft
         failed = int(np.sum(~np.isfinite(t)))
         if t.size and failed / t.size > rules.max_failed_share:
+            first = pair[arm].evidence.get("first_failure")
+            said = f" (first: {first})" if isinstance(first, str) else ""
             return Problem(ProblemKind.REQUESTS_FAILED,
                            f"{arm} arm: {failed} of {t.size} requests failed (> "
-                           f"{rules.max_failed_share:.0%}): failures would bias the comparison")
+                           f"{rules.max_failed_share:.0%}): failures would bias the "
+                           f"comparison{said}")
     for arm in ARMS:
         # Throughput counts output tokens: an arm that talks longer would look faster.
         problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)

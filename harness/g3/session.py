@@ -45,6 +45,7 @@ from harness.g3.rules import (
     phase_tokens,
 )
 from harness.loadgen import storage
+from harness.loadgen.failures import explain
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
 from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.records import RequestRecord
@@ -235,6 +236,11 @@ class G3Session:
             evidence["cold_restart"] = all_restarted(warmed, before)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]
+            failed = explain(m.records, api=cfg.workload.api, model=cfg.model.name,
+                             at_share=1e-9)
+            if failed is not None and failed.samples:
+                # the server's words, for the "requests failed" reason and the summary
+                evidence["first_failure"] = failed.samples[0].line()
             now = time.time()
             series += [{"source": layout.name, "metric": f"evidence:{k}",
                         "labels": {"arm": arm}, "at": now, "value": float(v)}
@@ -378,8 +384,6 @@ def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str,
     (wrong model, context too long, engine broken), not an infinitely slow arm. The
     message quotes the server and names the likely cause (harness.loadgen.failures)."""
     if records and not any(r.ok for r in records):
-        from harness.loadgen.failures import explain
-
         report = explain(records, api=cfg.workload.api, model=cfg.model.name)
         first = report.samples[0].line() if report and report.samples else "?"
         hint = f"; likely cause: {report.hint}" if report and report.hint else ""

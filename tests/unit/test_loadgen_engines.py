@@ -72,3 +72,16 @@ def test_every_named_engine_has_a_profile_and_only_some_prove_a_tier() -> None:
     assert lcp.tokenize.shape() == 'POST /extras/tokenize {"input", "model"}'
     assert PROFILES["llama.cpp"].tokenize is not None
     assert PROFILES["llama.cpp"].tokenize.shape() == 'POST /tokenize {"content"}'
+
+
+def test_the_engine_names_are_one_list_in_config_cli_and_profiles() -> None:
+    """Spelled out three times so neither the config nor `gate --help` imports loadgen;
+    held equal here."""
+    from typing import get_args
+
+    from harness.cli.bench_cmd import ENGINE_CHOICES
+    from harness.config.models import SiteConfig
+
+    annotation = SiteConfig.model_fields["engine"].annotation
+    configured = {a for arg in get_args(annotation) for a in get_args(arg)}
+    assert configured == set(ENGINE_NAMES) == set(ENGINE_CHOICES)
