@@ -119,6 +119,11 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         # Throughput counts output tokens: an arm that talks longer would look faster.
         problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)
         if problem is not None:
+            if pair[arm].evidence.get("ignore_eos_sent") is False:
+                return Problem(problem.kind, problem.text.replace(
+                    "(ignore_eos not honoured?)", "(ignore_eos not sent: the engine's "
+                    "profile does not honour it; name the engine in gate.yaml `engine:` if "
+                    "it does)"))
             return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
         return Problem(ProblemKind.COUNTERS_RESET, "engine counters reset during a measured "

@@ -236,6 +236,7 @@ class G3Session:
             evidence["cold_restart"] = all_restarted(warmed, before)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]
+            evidence["ignore_eos_sent"] = ignore_eos
             failed = explain(m.records, api=cfg.workload.api, model=cfg.model.name,
                              at_share=1e-9)
             if failed is not None and failed.samples:

@@ -34,6 +34,8 @@ def test_an_engine_without_ignore_eos_gets_standard_requests(site: Site) -> None
                 if c["name"] == "test_cell")
     assert cell["outcome"] == "INCONCLUSIVE"
     assert str(cell["message"]).startswith("output length not fixed: ")
+    assert "ignore_eos not sent: the engine's profile does not honour it" in str(
+        cell["message"])
     params = [json.loads(str(p[0])) for p in site.query(
         "SELECT params FROM benchmark WHERE phase='measured'")]
     assert params and all(p["fixed_output"] == {"max_tokens": 128} for p in params)
