@@ -140,9 +140,11 @@ class ServerTokenizer:
             if not 200 <= status < 300:
                 return None  # no such route here (urllib's HTTPError): try the next one
             data = json.loads(raw)
-        except OSError as exc:
-            raise EndpointError(f"tokenize failed: {exc}", host=self.base,
-                                command=f"POST {route}", stage="calibrate") from None
+        except (OSError, http.client.HTTPException) as exc:
+            # HTTPException: the server went away mid-answer (IncompleteRead, BadStatusLine)
+            raise EndpointError(f"tokenize failed: {str(exc) or type(exc).__name__}",
+                                host=self.base, command=f"POST {route}",
+                                stage="calibrate") from None
         except ValueError:
             return None
         return data if isinstance(data, dict) else None
