@@ -24,6 +24,7 @@ class RouteCheck:
     purpose: str
     ok: bool
     detail: str = ""
+    usage_reported: bool | None = None  # a completion: did its stream carry usage?
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ def assess(*, url: str, profile: Profile, version: str | None, why: list[str],
     elif completions and not all(r.ok for r in completions):
         works = next(r.route for r in completions if r.ok)
         hints.append(f"only {works} answers: load it with that API (gate bench --api)")
+    if any(r.ok and r.usage_reported is False for r in completions):
+        can = False
+        g3.append("its stream reports no usage: G3 cannot cross-check output lengths "
+                  "against the server's count, so cells end INCONCLUSIVE 'token counts "
+                  "disagree'")
     if profile.ignore_eos:
         g3.append("output length can be fixed (ignore_eos honoured)")
     else:

@@ -34,20 +34,22 @@ async def _health(session: aiohttp.ClientSession, base: str, path: str) -> bool:
 
 
 async def _one_token(session: aiohttp.ClientSession, info: ServerInfo, model: str,
-                     api: Api) -> tuple[bool, str]:
-    """(ok, detail) of one streamed request asking one token."""
+                     api: Api) -> RouteCheck:
+    """One streamed request asking one token."""
     rec = RequestRecord(idx=0, instance=0, doc_id=0, warmup=False, scheduled=0.0)
     body = client.build_body(RequestSpec(PROBE_PROMPT, 1, 0), model, api)
     headers = {**client.base_headers("gate-probe"), "X-Request-ID": client.request_id()}
     t0 = time.monotonic()
     await client.stream(session, info.url + client.route(api), body, headers, rec, t0,
                         api == "chat", None)
+    route, purpose = client.route(api), f"completion (1 token, {api} API)"
     if rec.ok:
         usage = "usage reported" if rec.usage_reported else "no usage in the stream"
-        return True, f"TTFT {1000 * (rec.ttft or 0.0):.0f} ms, {usage}"
+        return RouteCheck(route, purpose, True, f"TTFT {1000 * (rec.ttft or 0.0):.0f} ms, "
+                          f"{usage}", usage_reported=rec.usage_reported)
     sample = sample_of(rec)
     hint = hint_for([sample], api=api, model=model)
-    return False, sample.line() + (f" -> {hint}" if hint else "")
+    return RouteCheck(route, purpose, False, sample.line() + (f" -> {hint}" if hint else ""))
 
 
 def _tokenize(info: ServerInfo, model: str) -> tuple[bool, str]:
@@ -76,9 +78,7 @@ async def check_routes(info: ServerInfo, model: str, timeout: float = 60.0
             None, _tokenize, info, model)
         out.append(RouteCheck("tokenize", "tokenize (exact prompt lengths)", ok, detail))
         for api in apis:
-            ok, detail = await _one_token(session, info, model, api)
-            out.append(RouteCheck(client.route(api), f"completion (1 token, {api} API)", ok,
-                                  detail))
+            out.append(await _one_token(session, info, model, api))
     n = len(info.metric_names)
     out.append(RouteCheck("/metrics", "engine counters (evidence)", n > 0,
                           f"{n} samples" if n else "no answer"))

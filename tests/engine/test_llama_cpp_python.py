@@ -123,6 +123,7 @@ def test_probe_names_the_engine_and_what_g3_cannot_prove(engine_url: str,
     assert routes["/v1/completions"]["ok"], routes["/v1/completions"]
     assert not routes["/metrics"]["ok"]
     assert any("does not honour ignore_eos" in g for g in a["g3"])
+    assert any("reports no usage" in g for g in a["g3"])  # llama-cpp-python's stream
     assert not a["g3_can_decide"]
 
 

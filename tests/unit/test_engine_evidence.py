@@ -96,7 +96,7 @@ def test_storage_evidence_only_when_allowed_and_only_one_way() -> None:
 
 
 def test_probe_assessment_says_what_g3_can_prove() -> None:
-    ok = [RouteCheck("/v1/completions", "completion (1 token)", True)]
+    ok = [RouteCheck("/v1/completions", "completion (1 token)", True, usage_reported=True)]
     sglang = assess(url="u", profile=PROFILES["sglang"], version=None, why=[], models=["m"],
                     max_model_len=None, routes=ok,
                     metric_names=parse_metrics(sglang_after(1, 1.0)).names())
