@@ -54,11 +54,16 @@ def test_arms_differ_only_by_the_accelerator(g3: G3Session, layout: Layout,
 def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,
                                                 check: CheckRecorder) -> None:
     pre = g3.preflight(layout)
-    check.expect("vllm:external_prefix_cache_* or lmcache:* on every accelerated instance")
-    check.measure("present" if pre.accelerated_exposes_external else "absent")
-    if not pre.accelerated_exposes_external:
-        raise Inconclusive("the accelerated arm exposes no external-cache counters: "
-                           "nothing would prove the tier was hit")
+    check.expect("vllm:external_prefix_cache_*, lmcache:* or sglang:prefetched_tokens on "
+                 "every accelerated instance")
+    storage_ok = g3.config.gates.g3.evidence.allow_storage_evidence
+    check.measure("present" if pre.accelerated_exposes_external else
+                  "absent; storage-side evidence allowed" if storage_ok else "absent")
+    if not pre.accelerated_exposes_external and not storage_ok:
+        raise Inconclusive("the accelerated arm exposes no counter that proves the tier was "
+                           "read (llama.cpp, TGI and Ollama have none): nothing would prove "
+                           "the tier was hit; gates.g3.evidence.allow_storage_evidence lets "
+                           "storage read bandwidth stand in")
 
 
 def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:

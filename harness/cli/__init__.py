@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("harness.cli.report_cmd", "export", "Write / verify an evidence pack."),
     "bench": ("harness.cli.bench_cmd", "bench", "Load one endpoint set; no gate."),
     "import": ("harness.cli.bench_cmd", "import_", "Store a vllm bench result as a run."),
+    "probe": ("harness.cli.probe_cmd", "probe",
+              "What engine a URL serves and what G3 can prove there."),
     "sim": ("harness.cli.sim_cmd", "sim", "Run the simulated engine."),
     "demo": ("harness.cli.demo_cmd", "demo", "The whole campaign against the simulated lab."),
     "db": ("harness.cli.db_cmd", "db", "Store maintenance (upgrade)."),

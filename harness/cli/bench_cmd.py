@@ -18,6 +18,10 @@ from harness.cli.common import config_option, db_option, emit_json, json_option
 if TYPE_CHECKING:
     from harness.loadgen.health import HealthBounds
 
+# harness.loadgen.engines.ENGINE_NAMES, spelled out so `gate bench --help` imports nothing
+ENGINE_CHOICES = ("vllm", "sglang", "tgi", "llama.cpp", "llama-cpp-python", "ollama",
+                  "generic")
+
 BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
 gate section; progress goes to stderr. A bench is not a gate: its run is stored without a
 verdict (`recorded`), or ERROR when no request completed. Exit 0 when every request
@@ -65,6 +69,13 @@ an endpoint is down, 4 for bad options or a model the server does not serve."""
 @click.option("--requests-out", "requests_out", default=None, metavar="FILE.jsonl|FILE.csv",
               help="Also write one row per request (times, tokens, error) as JSON lines or "
                    "CSV, by the file's suffix.")
+@click.option("--engine", default=None, type=click.Choice(ENGINE_CHOICES),
+              help="The engine behind --url, when detection guesses wrong (default: the "
+              "config's engine:, else detected from /v1/models, /version, /metrics).")
+@click.option("--calibrate-with-usage", is_flag=True,
+              help="Server without a tokenize route (SGLang, Ollama): calibrate prompt "
+              "lengths from one-token completions' usage.prompt_tokens. Flagged: the "
+              "server then has the documents in its prefix cache.")
 @config_option
 @db_option
 @json_option
@@ -74,8 +85,8 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
           burstiness: float, warmup: int, max_tokens: int, duration: float | None,
           timeout: float, api: str, seed: int, goodput: tuple[str, ...],
           metrics_interval: float, no_metrics: bool, no_progress: bool, campaign: str | None,
-          save: str | None, requests_out: str | None, config_path: str, db_url: str | None,
-          as_json: bool) -> None:
+          save: str | None, requests_out: str | None, engine: str | None,
+          calibrate_with_usage: bool, config_path: str, db_url: str | None, as_json: bool) -> None:
     """Load one endpoint set with one workload and store it as a run of kind bench."""
     from harness.cli.outputs import check_output
     from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
@@ -105,6 +116,8 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         metrics_interval=metrics_interval, scrape_metrics=not no_metrics,
         progress=not no_progress, args=tuple(sys.argv[1:]),
         **_filed_under(config_path, campaign), health=_health_bounds(config_path),
+        engine=engine or _configured_engine(config_path),
+        calibrate_with_usage=calibrate_with_usage,
     )
     out = run_bench(opts, db_url)
     res = out.result
@@ -130,6 +143,9 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         click.echo(f"gate: {n} requests written to {rows_to}", err=True)
     for note in out.workload.notes:
         click.echo(f"gate: note: {note}", err=True)
+    if out.failures is not None:
+        for line in out.failures.lines():
+            click.echo(f"gate: {line}", err=True)
     if out.health.saturated:
         click.echo(f"gate: warning: client saturated: {out.health.reason}: the numbers above "
                    "may show the load generator's limit, not the server's", err=True)
@@ -147,6 +163,16 @@ def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
 
     cfg = load_config(path).config
     return {"campaign": campaign or cfg.campaign.name, "site": cfg.site.name}
+
+
+def _configured_engine(config_path: str) -> str | None:
+    """The site config's `engine:` when there is a config that names one."""
+    path = Path(config_path)
+    if not path.is_file():
+        return None
+    from harness.config.loader import load_config
+
+    return load_config(path).config.engine
 
 
 def _health_bounds(config_path: str) -> HealthBounds:

@@ -143,6 +143,10 @@ def deviations(raw: Mapping[str, Any]) -> list[Deviation]:
     if _get(raw, (*_G3, "engine_process_check")) is False:
         out.append(Deviation("gates.g3.engine_process_check", "false", "true", True,
                              "the engines' argv and environment are not compared"))
+    if _get(raw, (*_G3, "evidence", "allow_storage_evidence")) is True:
+        out.append(Deviation("gates.g3.evidence.allow_storage_evidence", "true", "false",
+                             True, "storage read bandwidth may stand in for an engine "
+                             "counter that proves the tier was read"))
     return out
 
 

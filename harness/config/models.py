@@ -308,6 +308,11 @@ class Evidence(Frozen):
     storage_groups: list[str] = Field(default_factory=lambda: ["storage"])
     diskstats: str = "/proc/diskstats"  # path on the storage hosts
     devices: list[str] = Field(default_factory=list, description="empty: every whole disk")
+    # Where the engine exposes no counter that proves the tier was read (llama.cpp, TGI,
+    # Ollama, SGLang without a storage backend), storage read bandwidth on the storage
+    # hosts may stand in for it only when this is set; otherwise such a cell is
+    # INCONCLUSIVE. A weaker setting: the result needs a sign-off.
+    allow_storage_evidence: bool = False
 
 
 class Estimate(Frozen):
@@ -394,6 +399,10 @@ class SiteConfig(Frozen):
     gates: Gates = Gates()
     report: Report = Report()
     simulated: bool = Field(default=False, description="set by `gate demo`; also detected")
+    # The engine both arms run, when detection from its answers guesses wrong
+    # (harness.loadgen.engines; docs/engines.md). None: detected.
+    engine: Literal["vllm", "sglang", "tgi", "llama.cpp", "llama-cpp-python", "ollama",
+                    "generic"] | None = None
 
     @model_validator(mode="after")
     def _unique_layouts(self) -> SiteConfig:

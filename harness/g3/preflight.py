@@ -9,7 +9,7 @@ from harness.g3.identity import ArmComparison
 from harness.g3.problems import Problem, ProblemKind
 from harness.g3.rules import Card
 from harness.loadgen.probe import ServerInfo
-from harness.probes.prometheus import MetricsSnapshot
+from harness.probes.prometheus import MetricsSnapshot, exposes_tier
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,14 @@ def model_card(info: ServerInfo) -> Card:
     tp = sim.get("tp", _mapping(raw.get("parallel_config")).get("tensor_parallel_size"))
     return {"models": list(info.models), "model": info.models[0] if info.models else None,
             "max_model_len": info.max_model_len, "version": info.version,
+            "engine": info.engine.name if info.engine else None,
             "tp": int(tp) if isinstance(tp, int | float | str) else None,
             "simulated": bool(sim.get("simulated"))}
 
 
 def exposes_external(snapshot: MetricsSnapshot) -> bool:
-    return any(n.startswith(("vllm:external_prefix_cache", "lmcache:"))
-               for n in snapshot.names())
+    """A counter that can prove the tier was read (vLLM's KV connector, LMCache, SGLang's
+    HiCache storage prefetch); llama.cpp, TGI and Ollama expose none."""
+    return exposes_tier(snapshot)
 
 

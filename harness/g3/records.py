@@ -72,23 +72,35 @@ def completed_reps(store: Store, run_id: int, cell: Cell,
     return {rep: pair for rep, pair in found.items() if set(pair) == set(ARMS)}
 
 
+def fixed_output_body(ignore_eos: bool) -> dict[str, bool]:
+    """What G3 adds to each request to fix its output length: `ignore_eos` only for an
+    engine whose profile honours it (harness.loadgen.engines); another engine gets a
+    standard request, and the length check then says the length was not fixed."""
+    return dict(FIXED_OUTPUT_BODY) if ignore_eos else {}
+
+
 def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
-               specs: list[RequestSpec]) -> PhaseSpec:
+               specs: list[RequestSpec], ignore_eos: bool = True) -> PhaseSpec:
     """A G3 phase (warm or measured, the same documents): closed loop at the tier, every
     request asking the fixed output length, stopped past gates.g3.phase_timeout, its
     client judged by load.health."""
     return PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs), concurrency=tier,
                      api=cfg.workload.api, timeout=cfg.load.timeout,
-                     phase_timeout=cfg.gates.g3.phase_timeout, extra_body=FIXED_OUTPUT_BODY,
+                     phase_timeout=cfg.gates.g3.phase_timeout,
+                     extra_body=fixed_output_body(ignore_eos) or None,
                      health=HealthBounds.from_dict(cfg.load.health.model_dump()))
 
 
 def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
-                 workload: Workload) -> JSONDict:
-    return {"docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
+                 workload: Workload, ignore_eos: bool = True,
+                 engine: Mapping[str, str] | None = None) -> JSONDict:
+    """A G3 phase's benchmark params; `engine` (engine, engine_version, as preflight
+    found them) is where the report's versions table reads them."""
+    return {**(engine or {}), "docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
             "endpoints": [u for u in urls], "api": cfg.workload.api,
             "max_tokens": cfg.workload.max_tokens,
-            "fixed_output": {"max_tokens": cfg.workload.max_tokens, **FIXED_OUTPUT_BODY},
+            "fixed_output": {"max_tokens": cfg.workload.max_tokens,
+                             **fixed_output_body(ignore_eos)},
             "calibrated": workload.calibrated,
             "prompt_tokens": [s.prompt_tokens for s in specs[:512]]}
 

@@ -15,7 +15,7 @@ from harness.config.models import Evidence, Layout, SiteConfig
 from harness.g3.plan import ARMS
 from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
-from harness.probes.prometheus import MetricsSnapshot
+from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
 
 # Every G3 request asks a fixed output length and tells the engine to ignore EOS (vLLM,
 # SGLang and the simulator honour `ignore_eos`); the run records it with the phase.
@@ -109,13 +109,21 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         t = pair[arm].ttft
         failed = int(np.sum(~np.isfinite(t)))
         if t.size and failed / t.size > rules.max_failed_share:
+            first = pair[arm].evidence.get("first_failure")
+            said = f" (first: {first})" if isinstance(first, str) else ""
             return Problem(ProblemKind.REQUESTS_FAILED,
                            f"{arm} arm: {failed} of {t.size} requests failed (> "
-                           f"{rules.max_failed_share:.0%}): failures would bias the comparison")
+                           f"{rules.max_failed_share:.0%}): failures would bias the "
+                           f"comparison{said}")
     for arm in ARMS:
         # Throughput counts output tokens: an arm that talks longer would look faster.
         problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)
         if problem is not None:
+            if pair[arm].evidence.get("ignore_eos_sent") is False:
+                return Problem(problem.kind, problem.text.replace(
+                    "(ignore_eos not honoured?)", "(ignore_eos not sent: the engine's "
+                    "profile does not honour it; name the engine in gate.yaml `engine:` if "
+                    "it does)"))
             return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
         return Problem(ProblemKind.COUNTERS_RESET, "engine counters reset during a measured "
@@ -132,7 +140,11 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
                            "tokens after the restart: the restart was not cold")
     kind = ProblemKind.NOT_EXERCISED
     if not acc.get("exposes_external"):
-        return Problem(kind, f"{kind}: no external-cache counters on the accelerated arm")
+        if rules.allow_storage_evidence:
+            return storage_problem(acc, base)
+        return Problem(kind, f"{kind}: no engine counter on the accelerated arm proves the "
+                             "tier was read (gates.g3.evidence.allow_storage_evidence lets "
+                             "storage read bandwidth stand in)")
     share = _number(acc, "external_hit_share")
     if share < min_share:
         return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
@@ -144,13 +156,39 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
     return None
 
 
+# With storage-side evidence only, the baseline may read at most this share of what the
+# accelerated arm read from the storage hosts during its measured phase.
+STORAGE_BASELINE_SHARE = 0.05
+
+
+def storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
+    """Storage-side evidence, for an engine with no tier counter and a config that allows
+    it: the accelerated arm's measured phase read from the storage hosts, the baseline's
+    (nearly) did not. Weaker than a counter (another reader on those hosts looks the
+    same), hence the explicit setting and its sign-off."""
+    read = {arm: _numbers(ev, "storage").get("bytes_read", 0.0)
+            for arm, ev in (("accelerated", acc), ("baseline", base))}
+    if read["accelerated"] <= 0:
+        kind = ProblemKind.NOT_EXERCISED
+        return Problem(kind, f"{kind}: storage hosts read nothing during the accelerated "
+                             "arm's measured phase (storage-side evidence)")
+    if read["baseline"] > STORAGE_BASELINE_SHARE * read["accelerated"]:
+        kind = ProblemKind.CONTAMINATED
+        return Problem(kind, f"{kind}: the baseline's measured phase read "
+                             f"{read['baseline'] / 1e9:.2f} GB from the storage hosts, the "
+                             f"accelerated arm's {read['accelerated'] / 1e9:.2f} GB "
+                             "(storage-side evidence)")
+    return None
+
+
 def restarted(warmed: MetricsSnapshot, fresh: MetricsSnapshot) -> bool | None:
     """Did the engine really restart? Its process start time moved, or its prompt-token
     counter went back (a new process counts from zero). None: it exposes neither."""
     a, b = warmed.value("process_start_time_seconds"), fresh.value("process_start_time_seconds")
     if a is not None and b is not None and b != a:
         return True
-    pa, pb = warmed.value("vllm:prompt_tokens"), fresh.value("vllm:prompt_tokens")
+    name = fresh.first(PROMPT_TOKENS) or warmed.first(PROMPT_TOKENS) or PROMPT_TOKENS[0]
+    pa, pb = warmed.value(name), fresh.value(name)
     if pa is None or pb is None:
         return None if a is None or b is None else False
     return bool(pb < pa)
@@ -175,9 +213,9 @@ def compare_cards(config: SiteConfig, layout: Layout,
     problems: list[Problem] = []
     base, acc = cards.get("baseline", []), cards.get("accelerated", [])
     for key, label in (("model", "served model"), ("max_model_len", "max_model_len"),
-                       ("version", "engine version")):
-        b = sorted({str(c[key]) for c in base if c[key] is not None})
-        a = sorted({str(c[key]) for c in acc if c[key] is not None})
+                       ("version", "engine version"), ("engine", "engine")):
+        b = sorted({str(c[key]) for c in base if c.get(key) is not None})
+        a = sorted({str(c[key]) for c in acc if c.get(key) is not None})
         if b and a and b != a:
             problems.append(Problem(ProblemKind.MODEL,
                                     f"{label} differs: baseline {', '.join(b)} vs "

@@ -47,6 +47,7 @@ from harness.g3.rules import (
 )
 from harness.loadgen import storage
 from harness.loadgen.engine import OnBatch
+from harness.loadgen.failures import explain
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.records import Endpoint as LoadEndpoint
@@ -134,7 +135,7 @@ class G3Session:
             seen[arm] = self.start(arm, layout, preflight=True)
             try:
                 eps = endpoints(self.config, self.gate.inventory, arm, layout)
-                infos = [asyncio.run(probe(ep.url)) for ep in eps]
+                infos = [asyncio.run(probe(ep.url, engine=self.config.engine)) for ep in eps]
                 cards[arm] = [model_card(info) for info in infos]
                 for ep, info, card in zip(eps, infos, cards[arm], strict=True):
                     store_runs.add_host_fact(
@@ -154,6 +155,26 @@ class G3Session:
                            seen["baseline"].problems + seen["accelerated"].problems, exposes)
         self.preflights[layout.name] = result
         return result
+
+    def _card_values(self, arm: str, layout: Layout, key: str) -> list[str]:
+        pre = self.preflights.get(layout.name)
+        cards = pre.cards.get(arm, []) if pre else []
+        return sorted({str(c.get(key)) for c in cards if c.get(key)})
+
+    def honours_ignore_eos(self, arm: str, layout: Layout) -> bool:
+        """Does every engine preflight found on this arm honour ignore_eos? (True when
+        preflight named none: the old behaviour, and the length check still guards.)"""
+        from harness.loadgen.engines import PROFILES
+
+        return all(PROFILES[n].ignore_eos for n in self._card_values(arm, layout, "engine")
+                   if n in PROFILES)
+
+    def engine_names(self, arm: str, layout: Layout) -> dict[str, str]:
+        """engine and engine_version of the arm's instances, as preflight read them."""
+        names = self._card_values(arm, layout, "engine")
+        versions = self._card_values(arm, layout, "version")
+        return {k: ", ".join(v) for k, v in (("engine", names), ("engine_version", versions))
+                if v}
 
     # -- one arm, one repetition ---------------------------------------------------------
     def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Workload:
@@ -188,13 +209,17 @@ class G3Session:
         try:
             docs = workload or self.workload(cell, rep, eps[0].url)
             specs = list(docs.specs)
+            ignore_eos = self.honours_ignore_eos(arm, layout)
+            engine = self.engine_names(arm, layout)
 
             def begin(phase: str) -> PhaseWriter:
                 return storage.PhaseWriter(store, run_id,
                                      PhaseKey(arm, layout.name, cell.tier, rep, phase),
-                                     params=phase_params(specs, urls, cfg, docs))
+                                     params=phase_params(specs, urls, cfg, docs, ignore_eos,
+                                                         engine))
 
-            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs)
+            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs,
+                              ignore_eos)
 
             def shown(phase: str, sink: OnBatch) -> OnBatch:
                 self.phases_started += 1
@@ -207,7 +232,7 @@ class G3Session:
             w = self.executor.run(spec, shown("warm", warm.sink))
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
-            _some_succeeded(w.records, "warm", arm)
+            _some_succeeded(w.records, "warm", arm, cfg)
             warmed = scrape_all(urls, scrape)
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
@@ -229,12 +254,18 @@ class G3Session:
                 bench.finish(m, series=series)
             _ended_in_time(m, "measured", arm)
             _still_healthy(eps, bench, m)
-            _some_succeeded(m.records, "measured", arm)
+            _some_succeeded(m.records, "measured", arm, cfg)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
             evidence["cold_restart"] = all_restarted(warmed, before)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]
+            evidence["ignore_eos_sent"] = ignore_eos
+            failed = explain(m.records, api=cfg.workload.api, model=cfg.model.name,
+                             at_share=1e-9)
+            if failed is not None and failed.samples:
+                # the server's words, for the "requests failed" reason and the summary
+                evidence["first_failure"] = failed.samples[0].line()
             now = time.time()
             series += [{"source": layout.name, "metric": f"evidence:{k}",
                         "labels": {"arm": arm}, "at": now, "value": float(v)}
@@ -379,13 +410,14 @@ def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOu
                                       host=ep.url, stage="measured") from None
 
 
-def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str) -> None:
+def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str,
+                    cfg: SiteConfig) -> None:
     """A phase where every request failed measured nothing: that is an ERROR to fix
-    (wrong model, context too long, engine broken), not an infinitely slow arm."""
+    (wrong model, context too long, engine broken), not an infinitely slow arm. The
+    message quotes the server and names the likely cause (harness.loadgen.failures)."""
     if records and not any(r.ok for r in records):
-        kinds: dict[str, int] = {}
-        for r in records:
-            kinds[str(r.error)[:200]] = kinds.get(str(r.error)[:200], 0) + 1
-        top = max(kinds, key=lambda k: kinds[k])
+        report = explain(records, api=cfg.workload.api, model=cfg.model.name)
+        first = report.samples[0].line() if report and report.samples else "?"
+        hint = f"; likely cause: {report.hint}" if report and report.hint else ""
         raise MeasurementError(f"every request of the {arm} {phase} phase failed "
-                               f"({len(records)}x), e.g. {top}", stage=phase)
+                               f"({len(records)}x), e.g. {first}{hint}", stage=phase)

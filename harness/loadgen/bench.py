@@ -16,6 +16,7 @@ from typing import Any, Literal
 from harness.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, StoreError, UsageError
 from harness.loadgen import storage
 from harness.loadgen.engine import Arrival, PhaseResult
+from harness.loadgen.failures import FailureReport, explain
 from harness.loadgen.health import HealthBounds, PhaseHealth
 from harness.loadgen.phase import InProcessExecutor, PhaseOutcome, PhaseSpec
 from harness.loadgen.probe import ServerInfo, probe_all, require_model
@@ -56,6 +57,9 @@ class BenchOptions:
     args: tuple[str, ...] = ()
     # the site config's load.health when there is one
     health: HealthBounds = field(default_factory=HealthBounds)
+    engine: str | None = None  # --engine / the config's engine: overrides detection
+    # no tokenize route: count with one-token completions' usage (flagged in the notes)
+    calibrate_with_usage: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class BenchOutcome:
     verdict: str | None  # a bench is not a gate: None, or ERROR when nothing completed
     reason: str = ""
     health: PhaseHealth = field(default_factory=PhaseHealth)
+    # most requests failed: the first failures in the server's words and a likely cause
+    failures: FailureReport | None = None
 
     @property
     def exit_code(self) -> int:
@@ -77,13 +83,16 @@ class BenchOutcome:
         return EXIT_ERROR if s.completed == 0 else EXIT_INCONCLUSIVE if s.failed else 0
 
 
-def outcome(completed: int, failed: int) -> tuple[str | None, str]:
+def outcome(completed: int, failed: int,
+            failures: FailureReport | None = None) -> tuple[str | None, str]:
     """(verdict, reason) stored on a bench run. A bench decides nothing, so it has no
-    verdict (RECORDED, see harness.verdict.effective) unless it failed outright."""
+    verdict (RECORDED, see harness.verdict.effective) unless it failed outright. When
+    most requests failed, the reason carries the first failure in the server's words."""
+    first = f" (first: {failures.samples[0].line()})" if failures and failures.samples else ""
     if completed == 0:
-        return "ERROR", f"all {failed} requests failed"
+        return "ERROR", f"all {failed} requests failed{first}"
     if failed:
-        return None, f"{failed} of {failed + completed} requests failed"
+        return None, f"{failed} of {failed + completed} requests failed{first}"
     return None, f"{completed} requests completed"
 
 
@@ -117,12 +126,14 @@ def build_workload(o: BenchOptions, tokenize_url: str | None) -> tuple[Workload,
     if o.workload == "doc-qa":
         wl = doc_qa(o.docs, o.doc_tokens, o.question_tokens, o.seed,
                     tokenize_url=tokenize_url, prefix_share=o.prefix_share,
-                    max_tokens=o.max_tokens, model=o.model)
+                    max_tokens=o.max_tokens, model=o.model,
+                    usage_fallback=o.calibrate_with_usage)
         warm: list[RequestSpec] = []
         if o.warmup:
             warm = doc_qa(min(o.warmup, o.docs), o.doc_tokens, o.question_tokens, o.seed,
                           tokenize_url=tokenize_url, prefix_share=o.prefix_share,
-                          max_tokens=o.max_tokens, model=o.model, first_doc=o.docs).specs
+                          max_tokens=o.max_tokens, model=o.model, first_doc=o.docs,
+                          usage_fallback=o.calibrate_with_usage).specs
         n = o.requests or o.docs
         return wl, repeat(warm, o.warmup) + repeat(wl.specs, n)
     if o.workload_file is None:
@@ -146,7 +157,7 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
         raise UsageError("--warmup must be >= 0", key="--warmup")
     if not o.urls:
         raise UsageError("give at least one --url", key="--url")
-    infos = probe_all(list(o.urls))
+    infos = probe_all(list(o.urls), engine=o.engine)
     for info in infos:
         require_model(info, o.model)
     wl, specs = build_workload(o, o.urls[0])
@@ -169,7 +180,11 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
             "requests": len(specs) - o.warmup, "max_tokens": o.max_tokens, "api": o.api,
             "duration": o.duration, "timeout": o.timeout, "seed": o.seed, "slo": o.slo,
             "servers": [{"url": i.url, "models": i.models, "version": i.version,
-                         "max_model_len": i.max_model_len, "card": i.raw} for i in infos],
+                         "max_model_len": i.max_model_len, "card": i.raw,
+                         **(i.engine.to_dict() if i.engine else {})} for i in infos],
+            # top-level so the report's versions table shows them
+            "engine": ", ".join(sorted({i.engine.name for i in infos if i.engine})),
+            "engine_version": ", ".join(sorted({i.version for i in infos if i.version})),
         }
         spec = PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs),
                          concurrency=o.concurrency, rate=o.rate, arrival=arrival,
@@ -192,14 +207,16 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
             raise
         with left_running(run_id):
             rows, evidence = storage.sampled(sampler)
-            summary = phase.finish(done, series=rows, cache_evidence=evidence)
+            failures = explain(done.records, api=o.api, model=o.model)
+            summary = phase.finish(done, series=rows, cache_evidence=evidence,
+                                   extra={"failures": failures.to_dict()} if failures else None)
             result = done.result
-            verdict, reason = outcome(result.summary.completed, result.summary.failed)
+            verdict, reason = outcome(result.summary.completed, result.summary.failed, failures)
             finish_run(store, run_id, verdict=verdict,  # NULL: not a gate
                        reason=reason, simulated=simulated)
         return BenchOutcome(run_id=run_id, benchmark_id=phase.benchmark_id, result=result,
                             workload=wl, infos=infos, summary=summary, verdict=verdict,
-                            reason=reason, health=done.health)
+                            reason=reason, health=done.health, failures=failures)
     finally:
         store.close()
 

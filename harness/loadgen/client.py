@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -47,8 +48,21 @@ def build_body(spec: RequestSpec, model: str, api: Api,
     return json.dumps(body, ensure_ascii=False).encode()
 
 
-def base_headers() -> dict[str, str]:
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+def request_id() -> str:
+    """A request's X-Request-ID: a random UUID, the one form every engine takes.
+
+    vLLM and SGLang use the header as their request id (in logs and, with
+    --enable-request-id-headers, echoed back) and accept any string; llama-cpp-python's
+    server validates it as a UUID and answers HTTP 400 with an empty body otherwise
+    (docs/metrics.md "Request shape")."""
+    return str(uuid.uuid4())
+
+
+def base_headers(tag: str = "gate") -> dict[str, str]:
+    """Headers every request shares: only standard ones. The phase's `tag` (e.g. the run,
+    `gate-r12`) rides in the User-Agent, so a server's access log shows whose load it is."""
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+               "User-Agent": f"gate-loadgen ({tag})"}
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"

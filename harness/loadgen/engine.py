@@ -139,8 +139,7 @@ class _Phase:
         self.records: list[RequestRecord] = []
         self.send_lag: list[float] = []  # measured requests: send - the moment it was due
         self.urls = [e.base + client.route(api) for e in self.endpoints]
-        self.headers = client.base_headers()
-        self.tag = tag
+        self.headers = client.base_headers(tag)
         cache: dict[tuple[int, int], bytes] = {}
         self.bodies: list[bytes] = []
         self.targets: list[int] = []
@@ -163,7 +162,7 @@ class _Phase:
         rec = RequestRecord(idx=i, instance=self.endpoints[k].instance, doc_id=spec.doc_id,
                             warmup=warmup, scheduled=scheduled)
         headers = dict(self.headers)
-        headers["x-request-id"] = f"{self.tag}-{i}"
+        headers["X-Request-ID"] = client.request_id()
         if self.progress is not None:
             self.progress.started()
         try:

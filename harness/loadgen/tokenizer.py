@@ -3,6 +3,9 @@
 vLLM:              POST /tokenize          {"model", "prompt"}  -> {"count", "tokens"}
 llama.cpp server:  POST /tokenize          {"content"}          -> {"tokens"}
 llama-cpp-python:  POST /extras/tokenize   {"model", "input"}   -> {"tokens"}
+any OpenAI server: POST /v1/completions    {"model", "prompt", "max_tokens": 1}
+                   -> usage.prompt_tokens (only with usage_fallback: it runs a prefill
+                   per count and leaves the text in the server's prefix cache)
 
 The first route that answers is remembered for the rest of the workload. Sync (http.client):
 it runs before the phase, never during it. Each thread keeps one keep-alive connection, so
@@ -27,6 +30,8 @@ _ROUTES: tuple[tuple[str, str], ...] = (
     ("/tokenize", "llamacpp"),
     ("/extras/tokenize", "llama-cpp-python"),
 )
+# Last resort for an engine with no tokenize route (SGLang, Ollama, TGI without one).
+_USAGE_ROUTE = ("/v1/completions", "usage")
 _HEADERS = {"Content-Type": "application/json"}
 
 
@@ -38,9 +43,11 @@ class ServerTokenizer:
     """Token counts from the server; `flavor` says which route answered. Safe to share
     between threads (one connection per thread); close() or `with` closes them all."""
 
-    def __init__(self, url: str, model: str | None, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, model: str | None, timeout: float = 60.0,
+                 usage_fallback: bool = False) -> None:
         self.base = base_url(url)
         self.model = model
+        self.usage_fallback = usage_fallback and model is not None
         self.timeout = timeout
         self.flavor: str | None = None
         self.calls = 0
@@ -64,6 +71,8 @@ class ServerTokenizer:
                 conn.close()
 
     def _body(self, flavor: str, text: str) -> dict[str, Any]:
+        if flavor == "usage":
+            return {"model": self.model, "prompt": text, "max_tokens": 1, "stream": False}
         if flavor == "vllm":
             body: dict[str, Any] = {"prompt": text}
         elif flavor == "llamacpp":
@@ -131,15 +140,20 @@ class ServerTokenizer:
             if not 200 <= status < 300:
                 return None  # no such route here (urllib's HTTPError): try the next one
             data = json.loads(raw)
-        except OSError as exc:
-            raise EndpointError(f"tokenize failed: {exc}", host=self.base,
-                                command=f"POST {route}", stage="calibrate") from None
+        except (OSError, http.client.HTTPException) as exc:
+            # HTTPException: the server went away mid-answer (IncompleteRead, BadStatusLine)
+            raise EndpointError(f"tokenize failed: {str(exc) or type(exc).__name__}",
+                                host=self.base, command=f"POST {route}",
+                                stage="calibrate") from None
         except ValueError:
             return None
         return data if isinstance(data, dict) else None
 
     @staticmethod
     def _count(data: dict[str, Any]) -> int | None:
+        usage = data.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            return int(usage["prompt_tokens"])
         if isinstance(data.get("count"), int):
             return int(data["count"])
         if isinstance(data.get("tokens"), list):
@@ -148,7 +162,8 @@ class ServerTokenizer:
 
     def count(self, text: str) -> int:
         """Tokens in `text` as the server counts them (its usage.prompt_tokens)."""
-        routes = [r for r in _ROUTES if self.flavor in (None, r[1])]
+        known = (*_ROUTES, _USAGE_ROUTE) if self.usage_fallback else _ROUTES
+        routes = [r for r in known if self.flavor in (None, r[1])]
         for route, flavor in routes:
             data = self._post(route, self._body(flavor, text))
             n = self._count(data) if data is not None else None

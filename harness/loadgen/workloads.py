@@ -85,10 +85,12 @@ def _sentences(rng: random.Random, n_words: int) -> list[str]:
 def doc_qa(n_docs: int, doc_tokens: int, question_tokens: int, seed: int, *,
            tokenize_url: str | None = None, prefix_share: float = 0.0,
            max_tokens: int = 128, model: str | None = None,
-           first_doc: int = 0, workers: int = 8) -> Workload:
+           first_doc: int = 0, workers: int = 8, usage_fallback: bool = False) -> Workload:
     """D seeded documents (ids first_doc..first_doc+D-1), one request each, prompt =
     document + question, calibrated to doc_tokens + question_tokens when possible.
-    `workers` documents are calibrated at a time; the prompts do not depend on it."""
+    `workers` documents are calibrated at a time; the prompts do not depend on it.
+    `usage_fallback`: without a tokenize route, count with one-token completions' usage
+    (flagged in the notes: the server has then seen every document)."""
     if n_docs < 1 or doc_tokens < 1 or question_tokens < 0:
         raise UsageError("doc-qa needs --docs >= 1, --doc-tokens >= 1, question tokens >= 0")
     if not 0.0 <= prefix_share < 1.0:
@@ -113,12 +115,17 @@ def doc_qa(n_docs: int, doc_tokens: int, question_tokens: int, seed: int, *,
     notes: list[str] = []
     flavor: str | None = None
     if tokenize_url:
-        with ServerTokenizer(tokenize_url, model) as tok:
+        with ServerTokenizer(tokenize_url, model, usage_fallback=usage_fallback) as tok:
             fits = fit_all(tok, document, ids, target, est_k, workers)
         flavor = tok.flavor
         if fits[-1] is None:
             flavor = None
             notes.append("server has no tokenize route: token counts are estimates")
+        elif flavor == "usage":
+            notes.append("prompt lengths calibrated from the usage.prompt_tokens of one-token "
+                         "completions (the server has no tokenize route): the server has "
+                         f"already seen these documents ({tok.calls} calls), so its prefix "
+                         "cache may hold them")
     else:
         notes.append("no tokenize URL given: token counts are estimates")
     calibrated = fits[-1] is not None

@@ -25,8 +25,14 @@ Labels = tuple[tuple[str, str], ...]
 PREFIX_QUERIES = ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries")
 PREFIX_HITS = ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")
 EXTERNAL_QUERIES = ("vllm:external_prefix_cache_queries",)
-EXTERNAL_HITS = ("vllm:external_prefix_cache_hits",)
-PROMPT_TOKENS = ("vllm:prompt_tokens",)
+# SGLang HiCache with a storage backend (Mooncake, 3FS, file): tokens prefetched from the
+# storage tier into host memory (sglang/srt/metrics/collector.py StorageMetricsCollector).
+SGLANG_PREFETCHED = "sglang:prefetched_tokens"
+EXTERNAL_HITS = ("vllm:external_prefix_cache_hits", SGLANG_PREFETCHED)
+# Prompt tokens of the phase, whichever engine counts them.
+PROMPT_TOKENS = ("vllm:prompt_tokens", "sglang:prompt_tokens", "llamacpp:prompt_tokens")
+# Families that can prove a KV tier outside the GPU was read (docs/engines.md).
+TIER_FAMILIES = ("vllm:external_prefix_cache", "lmcache:", SGLANG_PREFETCHED)
 BY_SOURCE = "vllm:prompt_tokens_by_source"
 LMCACHE_REQUESTED = ("lmcache:num_requested_tokens",)
 LMCACHE_HIT = ("lmcache:num_hit_tokens",)
@@ -36,6 +42,8 @@ SERIES_FAMILIES = (
     "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
     "vllm:prompt_tokens", "vllm:generation_tokens", "vllm:num_preemptions",
     *PREFIX_QUERIES, *PREFIX_HITS, *EXTERNAL_QUERIES, *EXTERNAL_HITS, BY_SOURCE,
+    "sglang:prompt_tokens", "sglang:cached_tokens", "sglang:backuped_tokens",
+    "sglang:num_running_reqs", "sglang:num_queue_reqs", "llamacpp:prompt_tokens",
 )
 
 
@@ -267,7 +275,8 @@ class CacheEvidence:
     @property
     def external_hit_share(self) -> float | None:
         """Share of the phase's prompt tokens served from the external KV tier: by source
-        when vLLM breaks it down, else external hits / prompt tokens, else LMCache's
+        when vLLM breaks it down, else external hits (vLLM's connector hits, SGLang's
+        tokens prefetched from its storage backend) / prompt tokens, else LMCache's
         hit / requested tokens. None when the server exposes none of these."""
         total = sum(self.by_source.values())
         if total > 0 and "external_kv_transfer" in self.by_source:
@@ -311,9 +320,10 @@ class CacheEvidence:
         return rows
 
 
-def _exposes_external(s: MetricsSnapshot) -> bool:
-    return any(n.startswith("lmcache:") or n.startswith("vllm:external_prefix_cache")
-               for n in s.names())
+def exposes_tier(s: MetricsSnapshot) -> bool:
+    """Does this engine expose a counter that can prove a KV tier was read? Declared
+    families count too: a labelled counter no request has touched has no sample yet."""
+    return any(n.startswith(TIER_FAMILIES) for n in s.names() | set(s.types))
 
 
 def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvidence:
@@ -338,7 +348,7 @@ def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvid
         external_hits=d(EXTERNAL_HITS), by_source=by_source,
         lmcache_requested_tokens=d(LMCACHE_REQUESTED, LMCACHE_COPIES),
         lmcache_hit_tokens=d(LMCACHE_HIT, LMCACHE_COPIES),
-        exposes_external=_exposes_external(after) or _exposes_external(before),
+        exposes_external=exposes_tier(after) or exposes_tier(before),
         counter_reset=reset, source=after.source or before.source,
     )
 

@@ -226,9 +226,14 @@ def test_bench_where_every_request_failed_is_error_exit_3(tmp_path: Path) -> Non
         out = gate(db, *bench_args(url, "--requests", "6", "--json", "--no-progress"))
     assert out.returncode == 3, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["verdict"] == "ERROR" and doc["reason"] == "all 6 requests failed"
+    reason = "all 6 requests failed (first: HTTP 500: injected http_500 x6)"
+    assert doc["verdict"] == "ERROR" and doc["reason"] == reason
+    # the server's own words, on stderr and in the stored summary
+    assert "gate: 6 of 6 requests failed; first failures:" in out.stderr
+    assert "gate:   HTTP 500: injected http_500 x6" in out.stderr
+    assert doc["summary"]["failures"]["first"][0]["message"] == "injected http_500"
     (run,) = runs(Store(f"sqlite:///{db}"), kind="bench")
-    assert (run.status, run.verdict, run.reason) == ("FINISHED", "ERROR", "all 6 requests failed")
+    assert (run.status, run.verdict, run.reason) == ("FINISHED", "ERROR", reason)
 
 
 def all_failed_copy(tmp_path: Path) -> Path:
@@ -364,3 +369,19 @@ def test_bench_ends_with_a_percentile_table_and_writes_every_request(tmp_path: P
     with open(tmp_path / "req.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 4
     assert refused.returncode == 4 and "--requests-out" in refused.stderr
+def test_no_tokenize_route_calibrates_from_usage_only_when_asked(tmp_path: Path) -> None:
+    """A server with no tokenize route (SGLang, Ollama): estimates by default; with
+    --calibrate-with-usage, exact lengths from one-token completions, flagged."""
+    db = tmp_path / "g.db"
+    with running_server(ServerConfig(tokenizer=False)) as (url, _):
+        plain = gate(db, *bench_args(url, "--json", "--no-progress"))
+        used = gate(db, *bench_args(url, "--json", "--no-progress", "--calibrate-with-usage"))
+    assert plain.returncode == 0 and used.returncode == 0, used.stderr
+    assert json.loads(plain.stdout)["calibrated"] is False
+    doc = json.loads(used.stdout)
+    assert doc["calibrated"] is True
+    assert any("usage.prompt_tokens of one-token completions" in n for n in doc["notes"])
+    assert "prefix cache may hold them" in used.stderr
+    (b,) = benchmarks(Store(f"sqlite:///{db}"), doc["run_id"])
+    assert b.params["workload_params"]["tokenizer"] == "usage"
+    assert b.params["exact"] is True  # every prompt at doc + question tokens exactly

@@ -215,6 +215,13 @@ class StreamServer:
             m.lm_req.labels(**m.lm_labels).inc(n_prompt)
             m.lm_hit.labels(**m.lm_labels).inc(ext_hit)
         n_out = self.config.tokens if self.config.tokens is not None else max_tokens
+        if body.get("stream") is False:  # one JSON answer, as OpenAI servers give it
+            return web.json_response({
+                "id": f"cmpl-{ordinal}", "object": "text_completion", "model": self.config.model,
+                "choices": [{"index": 0, "text": self.config.token_text * n_out,
+                             "finish_reason": "length"}],
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out,
+                          "total_tokens": n_prompt + n_out}})
         m.c_running.inc()
         try:
             return await self._stream(req, chat=chat, n_out=n_out, n_prompt=n_prompt,

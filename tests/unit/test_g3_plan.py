@@ -137,7 +137,7 @@ def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
 
 @pytest.mark.parametrize(("acc", "base", "words"), [
     ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 0}, ""),
-    ({"exposes_external": False, "external_hit_share": 0.0}, {}, "no external-cache counters"),
+    ({"exposes_external": False, "external_hit_share": 0.0}, {}, "no engine counter"),
     ({"exposes_external": True, "external_hit_share": 0.2}, {}, "accelerator not exercised"),
     ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 512},
      "baseline contaminated"),
@@ -155,6 +155,10 @@ def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
     failed = check_evidence(pair, Evidence())
     assert kind(failed) is ProblemKind.REQUESTS_FAILED
     assert "baseline arm: 3 of 100 requests failed" in str(failed)
+    said = rep({**good, "first_failure": "HTTP 400: (empty body) x3"},
+               np.array([1.0] * 97 + [np.inf] * 3))
+    assert str(check_evidence({"accelerated": rep(good), "baseline": said}, Evidence())
+               ).endswith("(first: HTTP 400: (empty body) x3)")
     warm = {**good, "by_source": {"local_cache_hit": 400.0}}
     assert kind(check_evidence({"accelerated": rep(good), "baseline": rep(warm)},
                                Evidence())) is ProblemKind.NOT_COLD

@@ -1,0 +1,113 @@
+"""KV-tier evidence beyond vLLM + LMCache: SGLang's HiCache storage counter, llama.cpp's
+(none), and storage-side evidence only where the config allows it.
+
+The SGLang and llama.cpp "before" scrapes are real captures (tests/fixtures/engines); the
+"after" scrapes add what a phase would add. `sglang:prefetched_tokens_total` has no
+published capture: its name and type are SGLang's own definition
+(sglang/srt/metrics/collector.py StorageMetricsCollector), the values are ours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.config.decision import weakened
+from harness.config.models import Evidence
+from harness.g3.preflight import exposes_external
+from harness.g3.problems import ProblemKind
+from harness.g3.records import ArmRep
+from harness.g3.rules import PhaseTokens, check_evidence, restarted
+from harness.loadgen.capabilities import RouteCheck, assess, tier_families
+from harness.loadgen.engines import PROFILES
+from harness.probes.prometheus import cache_evidence, parse_metrics
+
+FIX = Path(__file__).parents[1] / "fixtures" / "engines"
+SGLANG = (FIX / "sglang-metrics_pr1853_PARTIAL.prom").read_text()
+LLAMACPP = (FIX / "llamacpp-metrics_issue13196_PARTIAL.prom").read_text()
+NAME = ('name="/shared/public/elr-models/meta-llama/Llama-3.2-3B/'
+        '5cc0ffe09ee49f7be6ca7c794ee6bd7245e84e60/"')
+
+
+def sglang_after(prompt: float, prefetched: float | None) -> str:
+    """The capture with a phase's prompt tokens added and, when HiCache has a storage
+    backend, its prefetched-token counter."""
+    text = SGLANG.replace(f"sglang:prompt_tokens_total{{{NAME}}} 230794.0",
+                          f"sglang:prompt_tokens_total{{{NAME}}} {230794.0 + prompt}")
+    if prefetched is not None:
+        text += ("# HELP sglang:prefetched_tokens_total Number of prefetched prompt tokens.\n"
+                 "# TYPE sglang:prefetched_tokens_total counter\n"
+                 f"sglang:prefetched_tokens_total{{{NAME}}} {prefetched}\n")
+    return text
+
+
+def with_prefetch_zero() -> str:
+    return sglang_after(0, 0.0)
+
+
+def rep(evidence: dict[str, Any]) -> ArmRep:
+    t = np.ones(4)
+    return ArmRep(t, PhaseTokens(128, 4, 4, 0), 1.0, evidence, 1)
+
+
+def test_sglang_prefetched_tokens_prove_the_tier_was_read() -> None:
+    before = parse_metrics(with_prefetch_zero())
+    after = parse_metrics(sglang_after(8000, 7200.0))
+    ev = cache_evidence(before, after)
+    assert ev.prompt_tokens == 8000 and ev.external_hits == 7200
+    assert ev.exposes_external and ev.external_hit_share == 0.9
+    assert exposes_external(after)
+    # the baseline (no storage backend) shows no such family and no tier hits
+    plain = cache_evidence(parse_metrics(SGLANG), parse_metrics(sglang_after(8000, None)))
+    assert not plain.exposes_external and plain.external_hit_share is None
+    assert plain.prompt_tokens == 8000
+    # an SGLang restart: its prompt-token counter went back
+    assert restarted(after, parse_metrics(SGLANG)) is True
+
+
+def test_llamacpp_exposes_no_tier_counter_so_g3_says_so() -> None:
+    snap = parse_metrics(LLAMACPP)
+    assert not exposes_external(snap) and tier_families(snap.names()) == []
+    ev = cache_evidence(snap, snap).to_dict()
+    problem = check_evidence({"accelerated": rep(ev), "baseline": rep(ev)}, Evidence())
+    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED
+    assert "no engine counter" in problem.text and "allow_storage_evidence" in problem.text
+
+
+def test_storage_evidence_only_when_allowed_and_only_one_way() -> None:
+    allowed = Evidence(allow_storage_evidence=True)
+
+    def pair(acc_bytes: float, base_bytes: float) -> Any:
+        return check_evidence(
+            {"accelerated": rep({"storage": {"bytes_read": acc_bytes}}),
+             "baseline": rep({"storage": {"bytes_read": base_bytes}})}, allowed)
+
+    assert pair(40e9, 0.0) is None
+    assert pair(40e9, 1e9) is None  # a little baseline read (logs, metadata) is tolerated
+    contaminated = pair(40e9, 10e9)
+    assert contaminated.kind is ProblemKind.CONTAMINATED and "10.00 GB" in contaminated.text
+    idle = pair(0.0, 0.0)
+    assert idle.kind is ProblemKind.NOT_EXERCISED and "read nothing" in idle.text
+    # the setting is a weaker one: a PASS it allowed needs a reviewer's sign-off
+    raw = {"gates": {"g3": {"evidence": {"allow_storage_evidence": True}}}}
+    assert [d.key for d in weakened(raw)] == ["gates.g3.evidence.allow_storage_evidence"]
+
+
+def test_probe_assessment_says_what_g3_can_prove() -> None:
+    ok = [RouteCheck("/v1/completions", "completion (1 token)", True, usage_reported=True)]
+    sglang = assess(url="u", profile=PROFILES["sglang"], version=None, why=[], models=["m"],
+                    max_model_len=None, routes=ok,
+                    metric_names=parse_metrics(sglang_after(1, 1.0)).names())
+    assert sglang.g3_can_decide
+    assert any("sglang:prefetched_tokens" in g for g in sglang.g3)
+    lcp = assess(url="u", profile=PROFILES["llama-cpp-python"], version="0.3.36", why=[],
+                 models=["m"], max_model_len=2048, routes=ok, metric_names=set())
+    assert not lcp.g3_can_decide
+    assert any("does not honour ignore_eos" in g for g in lcp.g3)
+    assert lcp.evidence == ["no /metrics: no engine counters at all"]
+    llama = assess(url="u", profile=PROFILES["llama.cpp"], version=None, why=[], models=["m"],
+                   max_model_len=None, routes=ok, metric_names=parse_metrics(LLAMACPP).names(),
+                   allow_storage_evidence=True)
+    assert llama.g3_can_decide and any("storage read bandwidth" in g for g in llama.g3)
