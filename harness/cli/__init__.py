@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sim": ("harness.cli.sim_cmd", "sim", "Run the simulated engine."),
     "demo": ("harness.cli.demo_cmd", "demo", "The whole campaign against the simulated lab."),
     "db": ("harness.cli.db_cmd", "db", "Store maintenance (upgrade)."),
+    "bundle": ("harness.cli.bundle_cmd", "bundle", "Make / verify an offline install bundle."),
 }
 
 EPILOG = """Exit codes: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / configuration /

@@ -1,0 +1,87 @@
+"""gate-agent: runs one load phase on the client host, detached from the gate.
+
+    gate-agent --version
+    gate-agent run --spec SPEC.json --dir DIR
+
+`run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
+in-process engine on this host's own Python (3.9 or newer), appends every finished
+request to DIR/records.jsonl, and keeps DIR/status.json current: `running` with its pid
+at the start, then `finished` (the outcome without records: timing, status and the
+phase health measured here, on the client host) or `error` with the cause. The gate
+pulls both files; it never needs this process to answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.loadgen import engine
+from harness.loadgen.phase import InProcessExecutor, PhaseSpec
+from harness.remote.records_file import Appender
+
+RECORDS, STATUS, SPEC = "records.jsonl", "status.json", "spec.json"
+
+
+def write_status(directory: Path, status: dict[str, Any]) -> None:
+    """Replace status.json atomically: a reader sees the old or the new state, never half."""
+    tmp = directory / (STATUS + ".tmp")
+    tmp.write_text(json.dumps(status, sort_keys=True))
+    os.replace(tmp, directory / STATUS)
+
+
+def run_phase(spec_path: Path, directory: Path) -> int:
+    spec = PhaseSpec.from_dict(json.loads(spec_path.read_text()))
+    base = {"pid": os.getpid(), "agent_version": __version__,
+            "python": platform.python_version(), "started_at": time.time()}
+    write_status(directory, {**base, "state": "running"})
+    loop = engine.loop_factory()()
+    try:
+        with (directory / RECORDS).open("ab") as stream:
+            appender = Appender(stream)
+            outcome = loop.run_until_complete(
+                InProcessExecutor(progress=False).run_async(spec, appender))
+    except BaseException as exc:  # the cause is the status; the gate reads it
+        write_status(directory, {**base, "state": "error", "ended_at": time.time(),
+                                 "error": f"{type(exc).__name__}: {exc}",
+                                 "traceback": traceback.format_exc(limit=8)})
+        return 3
+    finally:
+        loop.close()
+    summary = {k: v for k, v in outcome.to_dict().items() if k != "records"}
+    write_status(directory, {**base, "state": "finished", "ended_at": time.time(),
+                             "records": appender.count, "outcome": summary})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gate-agent", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run one phase; records and status go to --dir")
+    run.add_argument("--spec", type=Path, required=True, help="PhaseSpec as JSON")
+    run.add_argument("--dir", type=Path, required=True, help="where records and status go")
+    args = parser.parse_args(argv)
+    if args.version:
+        print(f"gate-agent {__version__} python {platform.python_version()}")
+        return 0
+    if args.command != "run":
+        parser.print_usage(sys.stderr)
+        return 4
+    if not args.spec.is_file():
+        print(f"gate-agent: {args.spec}: no such spec file", file=sys.stderr)
+        return 4
+    args.dir.mkdir(parents=True, exist_ok=True)
+    return run_phase(args.spec, args.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
