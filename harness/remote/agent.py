@@ -1,7 +1,9 @@
 """gate-agent: runs one load phase on the client host, detached from the gate.
 
     gate-agent --version
-    gate-agent run --spec SPEC.json --dir DIR
+    gate-agent start --spec SPEC.json --dir DIR    detached (harness.remote.detach)
+    gate-agent run --spec SPEC.json --dir DIR      in the foreground
+    gate-agent pull --dir DIR --offset N           status + records from byte N
 
 `run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
 in-process engine on this host's own Python (3.9 or newer), appends every finished
@@ -26,6 +28,7 @@ from typing import Any
 from harness import __version__
 from harness.loadgen import engine
 from harness.loadgen.phase import InProcessExecutor, PhaseSpec
+from harness.remote import detach
 from harness.remote.records_file import Appender
 
 RECORDS, STATUS, SPEC = "records.jsonl", "status.json", "spec.json"
@@ -62,25 +65,72 @@ def run_phase(spec_path: Path, directory: Path) -> int:
     return 0
 
 
+def read_status(directory: Path) -> dict[str, Any] | None:
+    try:
+        status: dict[str, Any] = json.loads((directory / STATUS).read_text())
+    except (OSError, ValueError):
+        return None
+    return status
+
+
+def start(spec_path: Path, directory: Path) -> int:
+    """Start the phase detached and return at once; starting twice is refused."""
+    if (directory / STATUS).exists():
+        print(f"gate-agent: {directory} already holds a phase", file=sys.stderr)
+        return 4
+    how, pid = detach.start_detached(spec_path, directory, f"gate-phase-{directory.name}")
+    if pid is not None:  # the phase overwrites this with `running` once it runs
+        write_status(directory, {"state": "starting", "pid": pid, "how": how,
+                                 "started_at": time.time()})
+    print(json.dumps({"how": how, "pid": pid}))
+    return 0
+
+
+def pull(directory: Path, offset: int, limit: int) -> int:
+    """One line of JSON (status, whether its pid lives, the file size, the log tail),
+    then up to `limit` bytes of records.jsonl from `offset`."""
+    status = read_status(directory)
+    path = directory / RECORDS
+    size = path.stat().st_size if path.exists() else 0
+    header = {"status": status, "alive": detach.alive((status or {}).get("pid")),
+              "size": size, "offset": offset, "log": detach.log_tail(directory)}
+    out = sys.stdout.buffer
+    out.write(json.dumps(header).encode() + b"\n")
+    if size > offset:
+        with path.open("rb") as f:
+            f.seek(offset)
+            out.write(f.read(limit))
+    out.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gate-agent", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="run one phase; records and status go to --dir")
-    run.add_argument("--spec", type=Path, required=True, help="PhaseSpec as JSON")
-    run.add_argument("--dir", type=Path, required=True, help="where records and status go")
+    for name, what in (("run", "run one phase here"), ("start", "start one phase detached")):
+        cmd = sub.add_parser(name, help=f"{what}; records and status go to --dir")
+        cmd.add_argument("--spec", type=Path, required=True, help="PhaseSpec as JSON")
+        cmd.add_argument("--dir", type=Path, required=True, help="records and status")
+    take = sub.add_parser("pull", help="status and records from a byte offset")
+    take.add_argument("--dir", type=Path, required=True)
+    take.add_argument("--offset", type=int, default=0)
+    take.add_argument("--limit", type=int, default=32 << 20)
     args = parser.parse_args(argv)
     if args.version:
         print(f"gate-agent {__version__} python {platform.python_version()}")
         return 0
-    if args.command != "run":
+    if args.command == "pull":
+        return pull(args.dir, args.offset, args.limit)
+    if args.command not in ("run", "start"):
         parser.print_usage(sys.stderr)
         return 4
     if not args.spec.is_file():
         print(f"gate-agent: {args.spec}: no such spec file", file=sys.stderr)
         return 4
     args.dir.mkdir(parents=True, exist_ok=True)
-    return run_phase(args.spec, args.dir)
+    spec, directory = args.spec.resolve(), args.dir.resolve()
+    return run_phase(spec, directory) if args.command == "run" else start(spec, directory)
 
 
 if __name__ == "__main__":
