@@ -25,6 +25,7 @@ from harness.loadgen.phase import PhaseSpec
 from harness.loadgen.records import Endpoint, RequestSpec
 
 pytestmark = pytest.mark.slow
+pytest_plugins = ["bundle_fixtures"]
 GATE = str(Path(sys.executable).with_name("gate"))
 
 
@@ -35,25 +36,6 @@ def offline_env(home: Path) -> dict[str, str]:
                PATH="/usr/local/bin:/usr/bin:/bin")
     env.pop("VIRTUAL_ENV", None)
     return env
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bundle") / "gate-bundle.tar.gz"
-    proc = subprocess.run([GATE, "bundle", "-o", str(out)], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert "bundle: wheels for the agent on" in proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def unpacked(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("unpacked")
-    with tarfile.open(bundle) as tar:
-        tar.extractall(where, filter="data")
-    (top,) = where.iterdir()
-    return top
 
 
 def test_verify_shows_what_is_inside(bundle: Path) -> None:
