@@ -41,6 +41,9 @@ done
   --no-index --find-links "$here/$wheels" 'gate-harness[fast]' ||
   fail "pip could not install from $wheels (see its message above)"
 
+# the load agent's wheels, shipped to client hosts by `load.placement: client`
+mkdir -p "$venv/share/gate" && rm -rf "$venv/share/gate/agent" && cp -R agent "$venv/share/gate/agent"
+
 fonts=${XDG_DATA_HOME:-$HOME/.local/share}/fonts/gate
 mkdir -p "$fonts" && cp fonts/*.tt? "$fonts"/ && say "CJK font installed in $fonts"
 command -v fc-cache >/dev/null 2>&1 && fc-cache "$fonts" >/dev/null 2>&1 || true

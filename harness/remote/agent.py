@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.loadgen import engine
-from harness.loadgen.phase import InProcessExecutor, PhaseSpec
 from harness.remote import detach
-from harness.remote.records_file import Appender
 
 RECORDS, STATUS, SPEC = "records.jsonl", "status.json", "spec.json"
 
@@ -42,6 +39,12 @@ def write_status(directory: Path, status: dict[str, Any]) -> None:
 
 
 def run_phase(spec_path: Path, directory: Path) -> int:
+    # Imported here: `pull` runs every second during a phase, on the client host the load
+    # runs on, and needs none of numpy / aiohttp.
+    from harness.loadgen import engine
+    from harness.loadgen.phase import InProcessExecutor, PhaseSpec
+    from harness.remote.records_file import Appender
+
     spec = PhaseSpec.from_dict(json.loads(spec_path.read_text()))
     base = {"pid": os.getpid(), "agent_version": __version__,
             "python": platform.python_version(), "started_at": time.time()}

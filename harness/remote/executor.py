@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,12 +77,12 @@ def parse_pull(stdout: str) -> Pulled:
 
 @dataclass
 class RemoteExecutor:
-    """Runs phases with `agent` (the argv that starts gate-agent there) in `phase_dir` on
-    the host behind `transport`."""
+    """Runs phases with `agent` (the argv that starts gate-agent there) on the host behind
+    `transport`, each in its own directory under `phase_root` there."""
 
     transport: Transport
     agent: Sequence[str]
-    phase_dir: str
+    phase_root: str
     poll: float = 1.0
     reconnect_for: float = 600.0
     start_grace: float = 60.0  # a phase that has not written its status by then is dead
@@ -94,31 +95,34 @@ class RemoteExecutor:
         return str(getattr(self.transport, "host", "client"))
 
     def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None) -> PhaseOutcome:
-        self.start(spec)
-        return self.attach(on_batch)
+        return self.attach(self.start(spec), on_batch)
 
-    def start(self, spec: PhaseSpec) -> None:
-        self.transport.run(["mkdir", "-p", self.phase_dir], timeout=30).check(STAGE)
+    def start(self, spec: PhaseSpec) -> str:
+        """Start the phase detached; returns its directory there (for attach / resume)."""
+        phase_dir = f"{self.phase_root}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.transport.run(["mkdir", "-p", phase_dir], timeout=30).check(STAGE)
         with tempfile.TemporaryDirectory(prefix="gate-spec-") as tmp:
             local = Path(tmp) / "spec.json"
             local.write_text(json.dumps(spec.to_dict()))
-            self.transport.put(local, f"{self.phase_dir}/spec.json")
-        self.transport.run([*self.agent, "start", "--spec", f"{self.phase_dir}/spec.json",
-                            "--dir", self.phase_dir], timeout=60).check(STAGE)
+            self.transport.put(local, f"{phase_dir}/spec.json")
+        self.transport.run([*self.agent, "start", "--spec", f"{phase_dir}/spec.json",
+                            "--dir", phase_dir], timeout=60).check(STAGE)
+        return phase_dir
 
-    def _pull(self, offset: int) -> Pulled:
-        res = self.transport.run([*self.agent, "pull", "--dir", self.phase_dir, "--offset",
+    def _pull(self, phase_dir: str, offset: int) -> Pulled:
+        res = self.transport.run([*self.agent, "pull", "--dir", phase_dir, "--offset",
                                   str(offset), "--limit", str(self.pull_limit)], timeout=120)
         return parse_pull(res.check(STAGE).stdout)
 
-    def attach(self, on_batch: OnBatch | None = None) -> PhaseOutcome:
-        """Follow the phase to its end (also after the gate itself was restarted)."""
+    def attach(self, phase_dir: str, on_batch: OnBatch | None = None) -> PhaseOutcome:
+        """Follow the phase in phase_dir to its end (also after the gate itself was
+        restarted: `delivered` then holds what the store already has)."""
         puller = Puller(delivered=set(self.delivered))
         began = last_ok = time.monotonic()
         gone = 0  # pulls in a row that found the phase's process gone
         while True:
             try:
-                got = self._pull(puller.offset)
+                got = self._pull(phase_dir, puller.offset)
             except TransportError:
                 if time.monotonic() - last_ok > self.reconnect_for:
                     raise

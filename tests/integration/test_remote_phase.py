@@ -32,8 +32,13 @@ def spec_for(url: str, n: int, concurrency: int = 4) -> PhaseSpec:
                      concurrency=concurrency, warmup=0)
 
 
-def executor(phase_dir: Path, **extra: float) -> RemoteExecutor:
-    return RemoteExecutor(LocalTransport(), AGENT, str(phase_dir), poll=0.1, **extra)
+def executor(root: Path, **extra: float) -> RemoteExecutor:
+    return RemoteExecutor(LocalTransport(), AGENT, str(root), poll=0.1, **extra)
+
+
+def only_phase(root: Path) -> Path:
+    (phase,) = root.iterdir()
+    return phase
 
 
 def wait_for_lines(path: Path, n: int, timeout: float = 30.0) -> None:
@@ -54,21 +59,20 @@ def test_a_detached_phase_comes_back_whole_with_its_health(tmp_path: Path) -> No
     assert outcome.result.summary.completed == 60
     health = outcome.health.to_dict()  # measured by the agent, where the load ran
     assert health["sends"] > 0 and health["loop_samples"] > 0 and not health["saturated"]
-    status = json.loads((tmp_path / "p1" / "status.json").read_text())
+    status = json.loads((only_phase(tmp_path / "p1") / "status.json").read_text())
     assert status["state"] == "finished" and status["pid"] != os.getpid()
 
 
 def test_a_killed_agent_ends_the_phase_in_error_with_every_record_kept(tmp_path: Path) -> None:
     got: list[RequestRecord] = []
-    phase = tmp_path / "p2"
     with running_server(ServerConfig(itl=0.01)) as (url, _srv):
-        ex = executor(phase)
-        ex.start(spec_for(url, 2000, concurrency=2))
+        ex = executor(tmp_path / "p2")
+        phase = Path(ex.start(spec_for(url, 2000, concurrency=2)))
         wait_for_lines(phase / "records.jsonl", 20)
         pid = json.loads((phase / "status.json").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(MeasurementError) as e:
-            ex.attach(got.extend)
+            ex.attach(str(phase), got.extend)
     written = (phase / "records.jsonl").read_bytes().count(b"\n")
     assert f"pid {pid}" in e.value.message and "gone without finishing" in e.value.message
     assert e.value.exit_code == 3 and e.value.stage == "load phase (agent)"
@@ -110,7 +114,8 @@ def test_the_gate_killed_mid_phase_resumes_with_every_request_exactly_once(
             with store.open("a") as f:
                 f.write("".join(f"{r.idx}\n" for r in batch))
 
-        outcome = executor(phase, delivered=before).attach(keep)  # type: ignore[arg-type]
+        outcome = executor(phase, delivered=before).attach(  # type: ignore[arg-type]
+            str(only_phase(phase)), keep)
     stored = [int(x) for x in store.read_text().split()]
     assert sorted(stored) == list(range(600))
     assert outcome.status == "FINISHED" and len(outcome.records) == 600

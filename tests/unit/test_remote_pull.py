@@ -83,7 +83,7 @@ def test_a_dropped_link_is_retried_and_loses_nothing() -> None:
     ex = RemoteExecutor(link, ("gate-agent",), "d", poll=0.0,  # type: ignore[arg-type]
                         sleep=lambda _: None)
     got: list[RequestRecord] = []
-    out = ex.attach(got.extend)
+    out = ex.attach("d", got.extend)
     assert [r.idx for r in got] == [0, 1, 2] and len(out.records) == 3
     assert link.calls == 3 + 2
 
@@ -93,4 +93,4 @@ def test_a_link_down_past_the_reconnect_window_is_an_error() -> None:
     ex = RemoteExecutor(link, ("gate-agent",), "d", reconnect_for=0.0,  # type: ignore[arg-type]
                         sleep=lambda _: None)
     with pytest.raises(UnreachableError):
-        ex.attach()
+        ex.attach("d")
