@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import MeasurementError, TransportError
+from harness.errors import CommandTimeoutError, MeasurementError, UnreachableError
 from harness.loadgen.engine import OnBatch
 from harness.loadgen.phase import PhaseOutcome, PhaseSpec, record_dict
 from harness.loadgen.records import RequestRecord
@@ -123,7 +123,9 @@ class RemoteExecutor:
         while True:
             try:
                 got = self._pull(phase_dir, puller.offset)
-            except TransportError:
+            except (UnreachableError, CommandTimeoutError):
+                # the link, not the agent: it keeps appending; a pull that ran and
+                # failed (CommandFailedError) is raised at once
                 if time.monotonic() - last_ok > self.reconnect_for:
                     raise
                 self.sleep(self.poll)
