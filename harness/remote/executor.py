@@ -120,6 +120,9 @@ class RemoteExecutor:
         puller = Puller(delivered=set(self.delivered))
         began = last_ok = time.monotonic()
         gone = 0  # pulls in a row that found the phase's process gone
+        # 50 ms, doubling up to `poll`: a short phase (G3's are seconds) is seen ending at
+        # once, a long one costs the client host one pull a `poll`
+        wait = min(0.05, self.poll)
         while True:
             try:
                 got = self._pull(phase_dir, puller.offset)
@@ -154,7 +157,8 @@ class RemoteExecutor:
                     f"the load agent (pid {pid}) is gone without finishing; "
                     f"{len(puller.records)} requests kept; its log ends: "
                     f"{got.log or '(empty)'}", host=self.host, stage=STAGE)
-            self.sleep(self.poll if gone == 0 else min(self.poll, 0.2))
+            self.sleep(wait if gone == 0 else min(wait, 0.2))
+            wait = min(wait * 2, self.poll)
 
     @staticmethod
     def _outcome(status: dict[str, Any], puller: Puller) -> PhaseOutcome:
