@@ -12,6 +12,7 @@ from harness.g3.arms import ArmControl, transport_action_runner
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import cells, layouts
 from harness.g3.session import G3Session
+from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.pytest_plugin import GATE_KEY, GateContext
 
 DROP_CACHES = "sync && echo 3 > /proc/sys/vm/drop_caches"
@@ -61,8 +62,15 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
         recorder.supersede_unpaired()
     # Nothing left over from a killed run may serve, hold a port, or answer for an arm.
     clean_slate(watch, control, layouts(cfg), recorder.campaign_id)
+    executor: Executor = InProcessExecutor()
+    if cfg.load.placement == "client":  # the load runs next to the engines (docs/remote.md)
+        from harness.remote.placement import client_executor
+
+        wheels = cfg.load.agent_wheels
+        executor = client_executor(gate.inventory, pool,
+                                   gate.loaded.resolve(wheels) if wheels else None, gate.run_id)
     try:
         yield G3Session(gate=gate, control=control, watch=watch, drop_caches=drop_caches,
-                        storage_hosts=storage)
+                        storage_hosts=storage, executor=executor)
     finally:
         watch.sweep()  # every engine this run started is gone when it ends

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "parse": ("harness.cli.parse_cmd", "parse", "Read a captured tool output as G1 / G2 do."),
     "config": ("harness.cli.config_cmd", "config",
                "Show the effective config; validate it with the inventory."),
+    "bundle": ("harness.cli.bundle_cmd", "bundle", "Make / verify an offline install bundle."),
 }
 
 EPILOG = """Exit codes: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / configuration /

@@ -131,6 +131,9 @@ class LoadHealth(Frozen):
 
 class Load(Frozen):
     placement: Literal["local", "client"] = "local"
+    # placement: client ships the load agent from here: the bundle's agent/ directory
+    # (install.sh copies it to VENV/share/gate/agent, the default).
+    agent_wheels: str | None = None
     timeout: float = Field(default=1800.0, gt=0, description="per-request timeout, s")
     health: LoadHealth = LoadHealth()
 

@@ -131,9 +131,10 @@ def validate(config: SiteConfig, inventory: object) -> None:
         raise UsageError("G3 needs `arms:` with baseline and accelerated", key="arms")
     if not config.layouts:
         raise UsageError("G3 needs at least one layout", key="layouts")
-    if config.load.placement == "client":
-        raise UsageError("load.placement: client needs the remote load agent, not in this "
-                         "version", key="load.placement", hint="use placement: local")
+    if config.load.placement == "client" and not inventory.groups.get("client"):
+        raise UsageError("load.placement: client runs the load on the inventory's [client] "
+                         "host, and the inventory has none", key="load.placement",
+                         hint="add the client host under [client], or use placement: local")
     for i, layout in enumerate(config.layouts):
         for j, inst in enumerate(layout.instances):
             if inst.host not in inventory.hosts and not _declared(config, layout.name):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from harness.errors import UsageError
-from harness.loadgen import client
+from harness.loadgen import client, compat
 from harness.loadgen.client import Api
 from harness.loadgen.metrics import Summary, summarize
 from harness.loadgen.progress import Progress
@@ -213,8 +213,10 @@ class _Phase:
                                max(target, time.monotonic()))
 
         try:
-            for i, off in zip(indices, offsets, strict=True):
-                target = start + float(off)
+            if len(indices) != len(offsets):
+                raise ValueError("one arrival offset per measured request")
+            for k, i in enumerate(indices):
+                target = start + float(offsets[k])
                 if target >= deadline:
                     break
                 delay = target - time.monotonic()
@@ -289,7 +291,7 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
     timed_out = False
     try:
         with heap_frozen():
-            scope = asyncio.timeout(phase_timeout)
+            scope = compat.timeout(phase_timeout)
             try:
                 async with scope, client.new_session(timeout, concurrency) as session:
                     if warmup:

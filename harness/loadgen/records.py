@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.loadgen import compat
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -59,7 +61,7 @@ def unpack_chunks(blob: bytes | None) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4").astype(np.float64)
 
 
-@dataclass(slots=True)
+@dataclass(**compat.SLOTS)
 class RequestRecord:
     """One request's outcome. A failed request is a record with its error, never dropped.
 

@@ -45,7 +45,9 @@ def during(before: Sequence[MetricsSnapshot | None],
     that went back (the engine restarted) says nothing."""
     worst: float | None = None
     total = wakes = 0.0
-    for b, a in zip(before, after, strict=True):
+    if len(before) != len(after):
+        raise ValueError("one scrape after per scrape before")
+    for b, a in ((before[k], after[k]) for k in range(len(before))):
         if b is None or a is None:
             continue
         bw, aw = b.value(WAKES) or 0.0, a.value(WAKES) or 0.0

@@ -20,7 +20,7 @@ from gate_testing import GATE
 
 from tests.lab.netlab import Lab
 
-pytest_plugins = ["tests.lab.fixtures"]
+pytest_plugins = ["tests.lab.fixtures", "bundle_fixtures"]
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 PORT = 8311
@@ -218,3 +218,30 @@ def assert_password_nowhere(password: str, site: Path, shared: Path,
     assert any("artifacts" in p.parts for p in files)  # Ansible's artifacts were written
     for path in files:
         assert password.encode() not in path.read_bytes(), f"the password is in {path}"
+
+
+# Each costs ~4.5 min on 2 cores (a G3 run, plus ~2-3 s of agent start per phase), past
+# the CI budget: run with GATE_TEST_ALL_PLACEMENTS=1. CI covers placement client through
+# test_remote_lab.py (ship over SSH, a phase through a cut link) and test_remote_phase.py.
+@pytest.mark.skipif(os.environ.get("GATE_TEST_ALL_PLACEMENTS") != "1",
+                    reason="CI budget: set GATE_TEST_ALL_PLACEMENTS=1 (~9 min)")
+@pytest.mark.parametrize(("profile", "verdicts"), [
+    ("null", ("STOP-LOSS", "INCONCLUSIVE")), ("broken-baseline", ("INCONCLUSIVE",))])
+def test_the_load_on_the_client_host_gives_the_local_verdict(
+        ssh_lab: Lab, tmp_path: Path, shared_dir: Path, unpacked: Path, profile: str,
+        verdicts: tuple[str, ...]) -> None:
+    """load.placement: client: the agent is shipped from the bundle to the [client] host
+    (jump) and every phase runs there, detached, against the engines on h1; the verdict is
+    the one placement: local gives for the scenario (docs/demo.md's scenario table)."""
+    path = write_site(ssh_lab, tmp_path, shared_dir, base_extra=["--profile", profile],
+                      acc_extra=["--profile", profile])
+    config = yaml.safe_load(path.read_text())
+    config["load"].update(placement="client", agent_wheels=str(unpacked / "agent"))
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    before = set(ssh_lab.home.glob(".gate/phases/run1/*/status.json"))
+    out, run = run_g3(ssh_lab, tmp_path)
+    assert run["verdict"] in verdicts, out.stdout + out.stderr[-3000:]
+    phases = set(ssh_lab.home.glob(".gate/phases/run1/*/status.json")) - before
+    states = {json.loads(p.read_text())["state"] for p in phases}
+    assert len(phases) >= 2 * 2 * 3 and states == {"finished"}  # warm + measured, 2 arms
+    assert request_count(tmp_path) > 0

@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # of the registry (report, runner, CLI) sits at or above it.
     ("libraries", ("harness.loadgen", "harness.transport", "harness.config", "harness.store",
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
-                   "harness.registry")),
+                   "harness.registry", "harness.remote", "harness.bundle")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
                     "harness.labels", ROOT)),
 )

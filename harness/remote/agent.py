@@ -1,0 +1,140 @@
+"""gate-agent: runs one load phase on the client host, detached from the gate.
+
+    gate-agent --version
+    gate-agent start --spec SPEC.json --dir DIR    detached (harness.remote.detach)
+    gate-agent run --spec SPEC.json --dir DIR      in the foreground
+    gate-agent pull --dir DIR --offset N           status + records from byte N
+
+`run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
+in-process engine on this host's own Python (3.9 or newer), appends every finished
+request to DIR/records.jsonl, and keeps DIR/status.json current: `running` with its pid
+at the start, then `finished` (the outcome without records: timing, status and the
+phase health measured here, on the client host) or `error` with the cause. The gate
+pulls both files; it never needs this process to answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.remote import detach
+
+RECORDS, STATUS, SPEC = "records.jsonl", "status.json", "spec.json"
+
+
+def write_status(directory: Path, status: dict[str, Any]) -> None:
+    """Replace status.json atomically: a reader sees the old or the new state, never half."""
+    tmp = directory / (STATUS + ".tmp")
+    tmp.write_text(json.dumps(status, sort_keys=True))
+    os.replace(tmp, directory / STATUS)
+
+
+def run_phase(spec_path: Path, directory: Path) -> int:
+    # Imported here: `pull` runs every second during a phase, on the client host the load
+    # runs on, and needs none of numpy / aiohttp.
+    from harness.loadgen import engine
+    from harness.loadgen.phase import InProcessExecutor, PhaseSpec
+    from harness.remote.records_file import Appender
+
+    spec = PhaseSpec.from_dict(json.loads(spec_path.read_text()))
+    base = {"pid": os.getpid(), "agent_version": __version__,
+            "python": platform.python_version(), "started_at": time.time()}
+    write_status(directory, {**base, "state": "running"})
+    loop = engine.loop_factory()()
+    try:
+        with (directory / RECORDS).open("ab") as stream:
+            appender = Appender(stream)
+            outcome = loop.run_until_complete(
+                InProcessExecutor(progress=False).run_async(spec, appender))
+    except BaseException as exc:  # the cause is the status; the gate reads it
+        write_status(directory, {**base, "state": "error", "ended_at": time.time(),
+                                 "error": f"{type(exc).__name__}: {exc}",
+                                 "traceback": traceback.format_exc(limit=8)})
+        return 3
+    finally:
+        loop.close()
+    summary = {k: v for k, v in outcome.to_dict().items() if k != "records"}
+    write_status(directory, {**base, "state": "finished", "ended_at": time.time(),
+                             "records": appender.count, "outcome": summary})
+    return 0
+
+
+def read_status(directory: Path) -> dict[str, Any] | None:
+    try:
+        status: dict[str, Any] = json.loads((directory / STATUS).read_text())
+    except (OSError, ValueError):
+        return None
+    return status
+
+
+def start(spec_path: Path, directory: Path) -> int:
+    """Start the phase detached and return at once; starting twice is refused."""
+    if (directory / STATUS).exists():
+        print(f"gate-agent: {directory} already holds a phase", file=sys.stderr)
+        return 4
+    how, pid = detach.start_detached(spec_path, directory, f"gate-phase-{directory.name}")
+    if pid is not None:  # the phase overwrites this with `running` once it runs
+        write_status(directory, {"state": "starting", "pid": pid, "how": how,
+                                 "started_at": time.time()})
+    print(json.dumps({"how": how, "pid": pid}))
+    return 0
+
+
+def pull(directory: Path, offset: int, limit: int) -> int:
+    """One line of JSON (status, whether its pid lives, the file size, the log tail),
+    then up to `limit` bytes of records.jsonl from `offset`."""
+    status = read_status(directory)
+    path = directory / RECORDS
+    size = path.stat().st_size if path.exists() else 0
+    header = {"status": status, "alive": detach.alive((status or {}).get("pid")),
+              "size": size, "offset": offset, "log": detach.log_tail(directory)}
+    out = sys.stdout.buffer
+    out.write(json.dumps(header).encode() + b"\n")
+    if size > offset:
+        with path.open("rb") as f:
+            f.seek(offset)
+            out.write(f.read(limit))
+    out.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gate-agent", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command")
+    for name, what in (("run", "run one phase here"), ("start", "start one phase detached")):
+        cmd = sub.add_parser(name, help=f"{what}; records and status go to --dir")
+        cmd.add_argument("--spec", type=Path, required=True, help="PhaseSpec as JSON")
+        cmd.add_argument("--dir", type=Path, required=True, help="records and status")
+    take = sub.add_parser("pull", help="status and records from a byte offset")
+    take.add_argument("--dir", type=Path, required=True)
+    take.add_argument("--offset", type=int, default=0)
+    take.add_argument("--limit", type=int, default=32 << 20)
+    args = parser.parse_args(argv)
+    if args.version:
+        print(f"gate-agent {__version__} python {platform.python_version()}")
+        return 0
+    if args.command == "pull":
+        return pull(args.dir, args.offset, args.limit)
+    if args.command not in ("run", "start"):
+        parser.print_usage(sys.stderr)
+        return 4
+    if not args.spec.is_file():
+        print(f"gate-agent: {args.spec}: no such spec file", file=sys.stderr)
+        return 4
+    args.dir.mkdir(parents=True, exist_ok=True)
+    spec, directory = args.spec.resolve(), args.dir.resolve()
+    return run_phase(spec, directory) if args.command == "run" else start(spec, directory)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

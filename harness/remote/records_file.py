@@ -1,0 +1,49 @@
+"""The agent's append-only record file: one JSON object per line, one line per request.
+
+Why lines: the harness pulls the file by byte offset while the phase runs; a line that
+is not yet complete (no trailing newline) is left for the next pull, so a pull never
+sees half a record, and pulling the same bytes twice yields the same records (the caller
+upserts by `idx`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import IO, Any
+
+from harness.loadgen.phase import record_dict
+from harness.loadgen.records import RequestRecord
+
+
+def encode(records: Iterable[RequestRecord]) -> bytes:
+    """Complete lines for these records."""
+    return b"".join(json.dumps(record_dict(r), separators=(",", ":")).encode() + b"\n"
+                    for r in records)
+
+
+def decode(data: bytes) -> tuple[list[RequestRecord], int]:
+    """The records in the complete lines of data, and how many bytes they took (the next
+    pull starts there)."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return [], 0
+    # One json.loads over the whole batch as a list: ~10x faster than a call per line.
+    body = data[:end - 1].replace(b"\n", b",")
+    rows: list[dict[str, Any]] = json.loads(b"[" + body + b"]") if body.strip() else []
+    return [RequestRecord(**fields) for fields in rows], end
+
+
+class Appender:
+    """on_batch for the engine: each batch is appended and flushed at once, so a killed
+    agent loses at most the batch it was writing (and never leaves a partial line that a
+    pull would read: decode stops at the last newline)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.count = 0
+
+    def __call__(self, batch: list[RequestRecord]) -> None:
+        self._stream.write(encode(batch))
+        self._stream.flush()
+        self.count += len(batch)

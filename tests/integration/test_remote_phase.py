@@ -1,0 +1,121 @@
+"""A phase run detached by the agent and pulled back: the whole path with real processes
+(LocalTransport, the agent started with setsid as on a host without systemd, a real
+streaming server), including the gate killed mid-phase and the agent killed mid-phase.
+The same over SSH with a cut link is tests/lab/ (test_remote_lab.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from loadgen_support.server import ServerConfig, running_server
+
+from harness.errors import MeasurementError
+from harness.loadgen.phase import PhaseSpec
+from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
+from harness.remote.executor import RemoteExecutor
+from harness.transport.local import LocalTransport
+
+AGENT = (sys.executable, "-m", "harness.remote.agent")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def spec_for(url: str, n: int, concurrency: int = 4) -> PhaseSpec:
+    return PhaseSpec(endpoints=(Endpoint(url, "test-model", 0),),
+                     requests=tuple(RequestSpec(f"doc {i} text", 8, i) for i in range(n)),
+                     concurrency=concurrency, warmup=0)
+
+
+def executor(root: Path, **extra: float) -> RemoteExecutor:
+    return RemoteExecutor(LocalTransport(), AGENT, str(root), poll=0.1, **extra)
+
+
+def only_phase(root: Path) -> Path:
+    (phase,) = root.iterdir()
+    return phase
+
+
+def wait_for_lines(path: Path, n: int, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never reached {n} records")
+
+
+def test_a_detached_phase_comes_back_whole_with_its_health(tmp_path: Path) -> None:
+    got: list[RequestRecord] = []
+    with running_server(ServerConfig(itl=0.001)) as (url, _srv):
+        outcome = executor(tmp_path / "p1").run(spec_for(url, 60), got.extend)
+    assert outcome.status == "FINISHED" and len(outcome.records) == 60
+    assert sorted(r.idx for r in got) == list(range(60))
+    assert outcome.result.summary.completed == 60
+    health = outcome.health.to_dict()  # measured by the agent, where the load ran
+    assert health["sends"] > 0 and health["loop_samples"] > 0 and not health["saturated"]
+    status = json.loads((only_phase(tmp_path / "p1") / "status.json").read_text())
+    assert status["state"] == "finished" and status["pid"] != os.getpid()
+
+
+def test_a_killed_agent_ends_the_phase_in_error_with_every_record_kept(tmp_path: Path) -> None:
+    got: list[RequestRecord] = []
+    with running_server(ServerConfig(itl=0.01)) as (url, _srv):
+        ex = executor(tmp_path / "p2")
+        phase = Path(ex.start(spec_for(url, 2000, concurrency=2)))
+        wait_for_lines(phase / "records.jsonl", 20)
+        pid = json.loads((phase / "status.json").read_text())["pid"]
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(MeasurementError) as e:
+            ex.attach(str(phase), got.extend)
+    written = (phase / "records.jsonl").read_bytes().count(b"\n")
+    assert f"pid {pid}" in e.value.message and "gone without finishing" in e.value.message
+    assert e.value.exit_code == 3 and e.value.stage == "load phase (agent)"
+    assert len(got) == written >= 20 and len({r.idx for r in got}) == written
+
+
+GATE_SIDE = """
+import json, sys
+from harness.loadgen.phase import PhaseSpec
+from harness.remote.executor import RemoteExecutor
+from harness.transport.local import LocalTransport
+spec = PhaseSpec.from_dict(json.loads(open(sys.argv[1]).read()))
+store = open(sys.argv[3], "a")
+def on_batch(batch):
+    store.write("".join(f"{r.idx}\\n" for r in batch)); store.flush()
+RemoteExecutor(LocalTransport(), (sys.executable, "-m", "harness.remote.agent"), sys.argv[2],
+               poll=0.1).run(spec, on_batch)
+"""
+
+
+def test_the_gate_killed_mid_phase_resumes_with_every_request_exactly_once(
+        tmp_path: Path) -> None:
+    """kill -9 of the gate's process: the agent goes on; attach() with what the store
+    holds delivers the rest, nothing twice."""
+    phase, store = tmp_path / "p3", tmp_path / "stored.txt"
+    with running_server(ServerConfig(itl=0.002)) as (url, _srv):
+        spec = spec_for(url, 600, concurrency=4)
+        (tmp_path / "spec.json").write_text(json.dumps(spec.to_dict()))
+        gate = subprocess.Popen([sys.executable, "-c", GATE_SIDE, str(tmp_path / "spec.json"),
+                                 str(phase), str(store)], cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        wait_for_lines(store, 10)
+        gate.kill()
+        gate.wait(timeout=10)
+        before = [int(x) for x in store.read_text().split()]
+        assert 10 <= len(before) < 600, "the phase ended before the gate was killed"
+
+        def keep(batch: list[RequestRecord]) -> None:
+            with store.open("a") as f:
+                f.write("".join(f"{r.idx}\n" for r in batch))
+
+        outcome = executor(phase, delivered=before).attach(  # type: ignore[arg-type]
+            str(only_phase(phase)), keep)
+    stored = [int(x) for x in store.read_text().split()]
+    assert sorted(stored) == list(range(600))
+    assert outcome.status == "FINISHED" and len(outcome.records) == 600

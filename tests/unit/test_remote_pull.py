@@ -1,0 +1,96 @@
+"""The pull side's edge cases: the same bytes twice, a partial line, a dropped link, and
+the systemd-run unit the agent starts where systemd runs (PID 1 is not systemd here, so
+its syntax is checked, not run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UnreachableError
+from harness.loadgen.records import RequestRecord
+from harness.remote import records_file
+from harness.remote.detach import phase_argv, systemd_run_argv
+from harness.remote.executor import Puller, RemoteExecutor
+from harness.transport.result import CommandResult
+
+
+def recs(*idx: int) -> list[RequestRecord]:
+    return [RequestRecord(idx=i, instance=0, doc_id=i, warmup=False, scheduled=0.0)
+            for i in idx]
+
+
+def test_pulling_the_same_bytes_twice_delivers_nothing_twice() -> None:
+    data = records_file.encode(recs(0, 1, 2))
+    p = Puller()
+    assert [r.idx for r in p.take(data[:-3])] == [0, 1]
+    assert [r.idx for r in p.take(data[p.offset:])] == [2]
+    again = Puller(delivered=set(p.delivered))  # a resume that reads from the start
+    assert again.take(data) == [] and sorted(again.records) == [0, 1, 2]
+
+
+def test_the_systemd_unit_is_well_formed(tmp_path: Path) -> None:
+    argv = systemd_run_argv("gate-phase-run12-g3.TP8_16.b", tmp_path / "s.json", tmp_path)
+    assert argv[:3] == ["systemd-run", "--user", "--quiet"]
+    sep = argv.index("--")
+    assert argv[sep + 1:] == phase_argv(tmp_path / "s.json", tmp_path)
+    for opt in argv[3:sep]:
+        assert (opt.startswith("--") and "=" in opt) or opt == "--collect", opt
+    props = dict(o.removeprefix("--property=").split("=", 1) for o in argv[3:sep]
+                 if o.startswith("--property="))
+    # systemd.exec(5): append:PATH takes an absolute path; KillMode one of four values
+    assert props["StandardOutput"] == f"append:{tmp_path.resolve() / 'agent.log'}"
+    assert props["StandardOutput"] == props["StandardError"]
+    assert props["KillMode"] in ("control-group", "mixed", "process", "none")
+    with pytest.raises(ValueError):
+        systemd_run_argv("gate phase; rm -rf /", tmp_path / "s.json", tmp_path)
+
+
+class FlakyLink:
+    """A transport whose first pulls find the link down (the lab test cuts a real one)."""
+
+    host = "client1"
+
+    def __init__(self, answers: list[str], drops: int) -> None:
+        self.answers, self.drops, self.calls = answers, drops, 0
+
+    def run(self, argv: Sequence[str], *, timeout: float = 60,
+            sudo: bool = False) -> CommandResult:
+        self.calls += 1
+        if self.drops:
+            self.drops -= 1
+            raise UnreachableError("link down", host=self.host)
+        return CommandResult(self.host, tuple(argv), 0, self.answers.pop(0), "", 0.0, 0.0)
+
+
+def pull_answer(state: str, data: bytes, size: int) -> str:
+    status = {"state": state, "pid": 1, "outcome": {
+        "status": "FINISHED", "health": {}, "wall_time": 1.0, "started_at": 0.0,
+        "params": {"endpoints": [{"url": "u", "model": "m", "instance": 0}]}}}
+    return json.dumps({"status": status, "alive": state == "running", "size": size,
+                       "log": ""}) + "\n" + data.decode()
+
+
+def test_a_dropped_link_is_retried_and_loses_nothing() -> None:
+    data = records_file.encode(recs(0, 1, 2))
+    # the link is down for three pulls; then a partial line (offset stays 0), then
+    # the whole file from offset 0 with the phase finished
+    link = FlakyLink([pull_answer("running", data[:10], 10),
+                      pull_answer("finished", data, len(data))], drops=3)
+    ex = RemoteExecutor(link, ("gate-agent",), "d", poll=0.0,  # type: ignore[arg-type]
+                        sleep=lambda _: None)
+    got: list[RequestRecord] = []
+    out = ex.attach("d", got.extend)
+    assert [r.idx for r in got] == [0, 1, 2] and len(out.records) == 3
+    assert link.calls == 3 + 2
+
+
+def test_a_link_down_past_the_reconnect_window_is_an_error() -> None:
+    link = FlakyLink([], drops=10**6)
+    ex = RemoteExecutor(link, ("gate-agent",), "d", reconnect_for=0.0,  # type: ignore[arg-type]
+                        sleep=lambda _: None)
+    with pytest.raises(UnreachableError):
+        ex.attach("d")
