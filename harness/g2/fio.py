@@ -16,14 +16,14 @@ class Job:
     bs: str
     iodepth: int
     numjobs: int
-    figure: str  # what the job measures: "MB/s", "IOPS", "p99 us"
+    figure: str  # what the job measures: "MB/s", "IOPS", "us p99"
 
 
 def job(name: str, numjobs: int) -> Job:
     return {"seq-read": Job("read", "1M", 32, 1, "MB/s"),
             "seq-write": Job("write", "1M", 32, 1, "MB/s"),
             "rand-read": Job("randread", "4k", 32, numjobs, "IOPS"),
-            "lat-qd1": Job("randread", "4k", 1, 1, "p99 us")}[name]
+            "lat-qd1": Job("randread", "4k", 1, 1, "us p99")}[name]
 
 
 def target_file(target: FioTarget) -> str:

@@ -126,7 +126,8 @@ loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={C
 
 def g2_yaml(root: Path) -> str:
     """The `gates.g2` section: real fio on real files in the demo's directory (the GPU
-    host's local disk and the simulated tier's directory), GPU health from the captures."""
+    host's local disk and the storage host's volume, both directories here; never G3's
+    tier directory, whose contents G3 measures), GPU health from the captures."""
     common = ("size: 16M, runtime_s: 1, direct: false, spec: {seq_read_mbps: 100, "
               "seq_write_mbps: 50, rand_read_iops: 2000, lat_qd1_p99_us: 20000}")
     return f"""\
@@ -137,5 +138,5 @@ def g2_yaml(root: Path) -> str:
     numjobs: 2
     fio:
       - {{name: local-disk, path: "{root / 'fio-local'}", {common}}}
-      - {{name: tier, path: "{root / 'tier'}", {common}}}
+      - {{name: volume, group: storage, path: "{root / 'storage' / 'fio-volume'}", {common}}}
 """

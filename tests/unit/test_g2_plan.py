@@ -1,0 +1,51 @@
+"""G2's plan and config checks: four fio jobs per host of a target's group, GPU health per
+GPU host, and a raw device refused unless the site says the write job may overwrite it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config.inventory import load_inventory
+from harness.config.models import FioTarget, SiteConfig
+from harness.errors import UsageError
+from harness.g2 import fio
+from harness.g2.plan import expected_checks, validate
+
+
+def site(tmp_path: Path, g2: dict[str, object]) -> tuple[SiteConfig, object]:
+    (tmp_path / "hosts.ini").write_text("[gpu]\ng1 ansible_connection=local\n")
+    config = SiteConfig.model_validate({"site": {"name": "s"}, "campaign": {"name": "c"},
+                                        "inventory": "hosts.ini", "model": {"name": "m"},
+                                        "gates": {"g2": g2}})
+    return config, load_inventory(tmp_path / "hosts.ini")
+
+
+def test_plan(tmp_path: Path) -> None:
+    config, inv = site(tmp_path, {"fio": [{"name": "fx", "path": "/mnt/fx"}], "gds": True})
+    validate(config, inv)  # type: ignore[arg-type]
+    assert expected_checks(config, inv) == [  # type: ignore[arg-type]
+        "test_fio[g1-fx-seq-read]", "test_fio[g1-fx-seq-write]", "test_fio[g1-fx-rand-read]",
+        "test_fio[g1-fx-lat-qd1]", "test_gpu_health[g1]", "test_gds[g1]"]
+
+
+def test_raw_device_needs_destructive(tmp_path: Path) -> None:
+    config, inv = site(tmp_path, {"fio": [{"name": "raw", "path": "/dev/nvme1n1"}]})
+    with pytest.raises(UsageError, match="raw device") as err:
+        validate(config, inv)  # type: ignore[arg-type]
+    assert err.value.key == "gates.g2.fio.0.path" and err.value.exit_code == 4
+    config, inv = site(tmp_path, {"fio": [{"name": "raw", "path": "/dev/nvme1n1",
+                                           "destructive": True}]})
+    validate(config, inv)  # type: ignore[arg-type]
+
+
+def test_fio_argv_and_bounds() -> None:
+    target = FioTarget(name="fx", path="/mnt/fx", size="1G", runtime_s=10,
+                       spec={"seq_read_mbps": 1000, "lat_qd1_p99_us": 90})  # type: ignore[arg-type]
+    argv = fio.argv(target, "rand-read", 8)
+    assert "--filename=/mnt/fx/gate-fio.fx.dat" in argv and "--numjobs=8" in argv
+    assert "--iodepth=32" in argv and "--bs=4k" in argv and "--direct=1" in argv
+    assert fio.wanted(target, "seq-read", 0.9) == (">= 900 MB/s (90% of 1000)", 900.0)
+    assert fio.wanted(target, "lat-qd1", 0.9)[1] == pytest.approx(100.0)
+    assert fio.wanted(target, "seq-write", 0.9)[1] is None  # no vendor figure: not judged
