@@ -59,8 +59,10 @@ def progress_line(d: dict[str, object], elapsed: float,
     phases_done = int(str(d["phase_no"])) - 1 + done / total
     planned = int(str(d["phases_planned"]))
     spent = elapsed if in_phases is None else in_phases
-    eta = (f" · ETA {_clock(spent / phases_done * max(0.0, planned - phases_done))}"
-           if phases_done >= 1 else "")
+    left = planned - phases_done
+    eta = ("" if phases_done < 1 else
+           f" · ETA {_clock(spent / phases_done * left)}" if left > 0 else
+           " · past the minimum pairs: the gate adds pairs while a cell is undecided")
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
             f"pair {int(str(d['repetition'])) + 1} · {d['phase']}: {done}/{total} requests · "
             f"{_clock(elapsed)} elapsed{eta}")

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 ARM_COLOURS = {"baseline": "#5b6b82", "accelerated": "#d9822b"}
-PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b5442f", "#7a5bb5", "#8a8a8a")
+# Everything that is not an arm: never the arms' slate or orange, so one colour keeps one
+# meaning across the panels of a figure (orange is "accelerated", nothing else).
+PALETTE = ("#3a9a5b", "#7a5bb5", "#2f6db5", "#8a8a8a", "#b5442f")
+HLINE_STYLES = ("--", ":", "-.")
 CDF_POINTS = 400
 MAX_LINE_POINTS = 600
 
@@ -48,8 +51,8 @@ def _rc(fonts: Fonts) -> dict[Any, Any]:
 
 
 @contextmanager
-def _canvas(fonts: Fonts, width: float, height: float,
-            ncols: int = 1) -> Iterator[tuple[Figure, list[Axes], list[str]]]:
+def _canvas(fonts: Fonts, width: float, height: float, ncols: int = 1,
+            bottom: float = 0.17) -> Iterator[tuple[Figure, list[Axes], list[str]]]:
     """Styled axes in one row; the SVG data URI is appended to the yielded list."""
     import matplotlib
 
@@ -66,9 +69,11 @@ def _canvas(fonts: Fonts, width: float, height: float,
         fig = Figure(figsize=(width, height), dpi=100)
         # Fixed margins: constrained layout costs ~60 ms a figure and the shapes are known.
         if ncols == 1:
-            fig.subplots_adjust(left=0.1, right=0.98, top=0.96, bottom=0.17)
+            fig.subplots_adjust(left=0.1, right=0.98, top=0.96, bottom=bottom)
         else:
-            fig.subplots_adjust(left=0.08, right=0.99, top=0.88, bottom=0.12, wspace=0.42)
+            # Room left of each panel for its tick labels and y label, and below for the
+            # legend: nothing drawn over the bars or another label.
+            fig.subplots_adjust(left=0.1, right=0.99, top=0.9, bottom=0.3, wspace=0.6)
         axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
         for ax in axes:
             ax.grid(True, color="#dddddd", linewidth=0.6)
@@ -100,7 +105,7 @@ def cdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def cdf(fonts: Fonts, curves: Mapping[str, tuple[np.ndarray, str, str]], *, xlabel: str,
         ylabel: str) -> str:
     """curves: label -> (values with +inf for failures, colour, linestyle)."""
-    with _canvas(fonts, 6.6, 2.9) as (_fig, (ax,), out):
+    with _canvas(fonts, 6.6, 3.3, bottom=0.3) as (_fig, (ax,), out):
         for label, (values, colour, style) in curves.items():
             x, y = cdf_points(values)
             if x.size:
@@ -109,8 +114,9 @@ def cdf(fonts: Fonts, curves: Mapping[str, tuple[np.ndarray, str, str]], *, xlab
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, 1.02)
-        if curves:
-            ax.legend(ncols=2, loc="lower right")
+        if curves:  # below the axes: inside, it covered the slowest curves' feet
+            ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                      borderaxespad=0)
     return out[0]
 
 
@@ -143,17 +149,19 @@ def _bars_on(ax: Axes, panel: BarPanel) -> None:
                 err = np.vstack([vals[ok] - lo[ok], hi[ok] - vals[ok]]).clip(min=0)
                 ax.errorbar(pos[ok], vals[ok], yerr=err, fmt="none", ecolor="#222222",
                             capsize=3, linewidth=1)
-    for value, label in panel.hlines:
-        ax.axhline(value * scale, color="#b5442f", linestyle="--", linewidth=1)
-        ax.annotate(label, (1.0, value * scale), xycoords=("axes fraction", "data"),
-                    ha="right", va="bottom", fontsize=6.5, color="#b5442f")
+    # Threshold lines are named in the legend, one line style each: labels written beside
+    # lines a few percent apart overlapped each other and the bars.
+    for k, (value, label) in enumerate(panel.hlines):
+        ax.axhline(value * scale, color="#b5161b", linestyle=HLINE_STYLES[k % 3],
+                   linewidth=1, label=label)
     ax.set_xticks(x, list(panel.categories))
     ax.set_title(panel.title, fontsize=8)
-    ax.set_ylabel(panel.ylabel + (" (%)" if panel.percent else ""))
-    ax.legend(loc="lower left", fontsize=6.5)
+    ax.set_ylabel(panel.ylabel + (" (%)" if panel.percent else ""), labelpad=2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=6, ncols=1,
+              borderaxespad=0, handlelength=1.8)
 
 
-def bar_panels(fonts: Fonts, panels: Sequence[BarPanel], height: float = 2.6) -> str:
+def bar_panels(fonts: Fonts, panels: Sequence[BarPanel], height: float = 3.3) -> str:
     """Several bar charts side by side in one figure (one SVG instead of one per chart)."""
     with _canvas(fonts, 6.6, height, ncols=len(panels)) as (_fig, axes, out):
         for ax, panel in zip(axes, panels, strict=True):

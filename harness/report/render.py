@@ -72,11 +72,18 @@ def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
 def _longest_word(text: str, cjk_whole: int = 2) -> float:
     """The widest piece a line is not broken in. CJK text may break between any two
     characters; a CJK word up to `cjk_whole` columns wide is kept whole all the same."""
-    widest = 0
+    widest = 0.0
     for word in text.split():
         shown = _display_len(word)
-        widest = max(widest, shown if shown == len(word) else min(shown, cjk_whole))
-    return float(widest)
+        if shown != len(word):
+            widest = max(widest, min(shown, cjk_whole))
+        elif word.isupper() and len(word) > 3:
+            # A verdict (INCONCLUSIVE, STOP-LOSS) is capitals, often bold: ~1.4 average
+            # characters each; counted as 1 it wrapped as "INCONCLU / SIVE".
+            widest = max(widest, 1.4 * shown)
+        else:
+            widest = max(widest, float(shown))
+    return widest
 
 
 def _display_len(text: str) -> int:
