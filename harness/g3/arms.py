@@ -64,17 +64,25 @@ def _arm(config: SiteConfig, name: str) -> Arm:
     return arm
 
 
+def health_path(config: SiteConfig) -> str:
+    """The configured engine's health route (llama-cpp-python has no /health; Ollama
+    answers /api/version), else /health (docs/engines.md)."""
+    from harness.loadgen.engines import PROFILES
+
+    return PROFILES[config.engine].health if config.engine else "/health"
+
+
 def wait_healthy(url: str, timeout: float, *, interval: float = 0.2,
-                 cancel: threading.Event | None = None) -> float:
-    """Poll GET /health until 200; returns the seconds it took. `cancel` ends the wait."""
+                 cancel: threading.Event | None = None, path: str = "/health") -> float:
+    """Poll GET `path` until 200; returns the seconds it took. `cancel` ends the wait."""
     start = time.monotonic()
     last = "no answer"
     while time.monotonic() - start < timeout:
         if cancel is not None and cancel.is_set():
-            raise EndpointError("cancelled while waiting for /health", host=url,
+            raise EndpointError(f"cancelled while waiting for {path}", host=url,
                                 stage="health")
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
+            with urllib.request.urlopen(f"{url}{path}", timeout=5) as resp:
                 if resp.status == 200:
                     return time.monotonic() - start
                 last = f"HTTP {resp.status}"
@@ -150,8 +158,9 @@ class ArmControl:
         on_each(eps, lambda ep: self.run_action(action, self._vars(arm, layout, ep), what,
                                                 cancel), cancel)
         if wait:
-            on_each(eps, lambda ep: wait_healthy(ep.url, spec.health_timeout, cancel=cancel),
-                    cancel)
+            path = health_path(self.config)
+            on_each(eps, lambda ep: wait_healthy(ep.url, spec.health_timeout, cancel=cancel,
+                                                 path=path), cancel)
         return time.monotonic() - start
 
     def start(self, arm: str, layout: Layout) -> float:

@@ -17,8 +17,9 @@ from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
 
-# Every G3 request asks a fixed output length and tells the engine to ignore EOS (vLLM,
-# SGLang and the simulator honour `ignore_eos`); the run records it with the phase.
+# Every G3 request asks a fixed output length and tells the engine to ignore EOS where
+# its profile says it honours `ignore_eos` (vLLM, SGLang, llama.cpp, the simulator:
+# harness.loadgen.engines); the run records what was sent with the phase.
 FIXED_OUTPUT_BODY = {"ignore_eos": True}
 
 

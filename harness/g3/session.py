@@ -22,7 +22,7 @@ from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, MeasurementError
-from harness.g3.arms import ArmControl, Endpoint, endpoints, wait_healthy
+from harness.g3.arms import ArmControl, Endpoint, endpoints, health_path, wait_healthy
 from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
 from harness.g3.identity import compare_arms
@@ -253,7 +253,7 @@ class G3Session:
             if m.status == "TIMEOUT":
                 bench.finish(m, series=series)
             _ended_in_time(m, "measured", arm)
-            _still_healthy(eps, bench, m)
+            _still_healthy(eps, bench, m, health_path(cfg))
             _some_succeeded(m.records, "measured", arm, cfg)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(before, after, cache_evidence)
@@ -398,11 +398,12 @@ def _ended_in_time(outcome: PhaseOutcome, phase: str, arm: str) -> None:
                                "stopped; its finished requests are stored", stage=phase)
 
 
-def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOutcome) -> None:
+def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOutcome,
+                   path: str = "/health") -> None:
     """An engine that died during the phase is an infrastructure failure, not a slow arm."""
     for ep in eps:
         try:
-            wait_healthy(ep.url, timeout=10)
+            wait_healthy(ep.url, timeout=10, path=path)
         except EndpointError as exc:
             bench.finish(outcome, status="FAILED", duration=0.0,
                          extra={"error": exc.one_line()})

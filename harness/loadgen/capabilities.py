@@ -61,8 +61,8 @@ class Assessment:
 
 
 def tier_families(metric_names: frozenset[str] | set[str]) -> list[str]:
-    """The families on /metrics that can prove a KV tier was read (sorted, deduplicated
-    by prefix: `lmcache:*` once, not per counter)."""
+    """The families on /metrics that can prove a KV tier was read, once per prefix
+    (`lmcache:*` once, not per counter)."""
     found = []
     for prefix in TIER_FAMILIES:
         if any(n.startswith(prefix) for n in metric_names):

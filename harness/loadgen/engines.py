@@ -6,7 +6,7 @@ honour `ignore_eos` (G3 fixes output lengths with it), and in which counters can
 KV tier was read. A profile says so for one engine; `detect` picks it from what a server
 answered (its /v1/models card, /version or /api/version, /info, /metrics prefixes), and
 the site config (`engine:`) or `--engine` overrides the guess. Pure: answers in,
-profile out; `harness.loadgen.probe.identify` does the fetching.
+profile out; `harness.loadgen.probe.probe` does the fetching.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             "vllm:external_prefix_cache_hits, lmcache:num_hit_tokens"),
     Profile("sglang", "/health", None, None, True, "sglang:",
             "sglang:prefetched_tokens (HiCache storage backend: Mooncake, 3FS, file)"),
-    Profile("tgi", "/health", "/info", Tokenize("/tokenize", "inputs", False), False, "tgi_"),
+    # TGI's POST /tokenize {"inputs"} answers a list of tokens, which calibration does not
+    # read yet: its prompt lengths are estimates (or --calibrate-with-usage).
+    Profile("tgi", "/health", "/info", None, False, "tgi_"),
     Profile("llama.cpp", "/health", None, Tokenize("/tokenize", "content", False), True,
             "llamacpp:"),
     Profile("llama-cpp-python", "/v1/models", None,

@@ -96,9 +96,8 @@ def sample_of(rec: RequestRecord) -> FailureSample:
 
 
 _CONTEXT = ("maximum context length", "context size", "context window", "context length",
-            "must be <=", "exceed_context_size", "too many tokens", "prompt is too long",
-            "input is too long", "longer than the maximum")
-_MODEL = ("model", )
+            "tokens + `max_new_tokens` must be", "exceed_context_size", "too many tokens",
+            "prompt is too long", "input is too long", "longer than the maximum")
 _MISSING = ("does not exist", "not found", "no such model", "unknown model", "not served")
 _CHAT_ONLY = ("chat template", "does not support completions", "completions api is not",
               "legacy completions")
@@ -116,7 +115,7 @@ def hint_for(samples: Sequence[FailureSample], *, api: str, model: str) -> str:
         if any(k in low for k in _CHAT_ONLY):
             return (f"completions vs chat: the server refused the {api} API for this model "
                     f"({s.message[:80]}); try --api {other}")
-        if any(k in low for k in _MODEL) and any(k in low for k in _MISSING):
+        if "model" in low and any(k in low for k in _MISSING):
             return (f"model id: the server does not serve {model!r} under that name; "
                     "`gate probe URL` lists the ids it serves")
         if s.status in (401, 403):

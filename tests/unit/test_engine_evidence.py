@@ -111,3 +111,15 @@ def test_probe_assessment_says_what_g3_can_prove() -> None:
                    max_model_len=None, routes=ok, metric_names=parse_metrics(LLAMACPP).names(),
                    allow_storage_evidence=True)
     assert llama.g3_can_decide and any("storage read bandwidth" in g for g in llama.g3)
+
+
+def test_g3_waits_on_the_configured_engines_health_route() -> None:
+    from harness.config.loader import parse_config
+    from harness.g3.arms import health_path
+
+    base = "site: {name: s}\ncampaign: {name: c}\nmodel: {name: m}\n"
+    assert health_path(parse_config(base, "gate.yaml")[0]) == "/health"
+    lcp = parse_config(base + "engine: llama-cpp-python\n", "gate.yaml")[0]
+    assert health_path(lcp) == "/v1/models"  # it has no /health
+    ollama = parse_config(base + "engine: ollama\n", "gate.yaml")[0]
+    assert health_path(ollama) == "/api/version"
