@@ -58,6 +58,8 @@ COMMENTS: dict[str, str] = {
     "load": "how the load generator runs",
     "load.placement": "local: this host reaches the engines; client: next to them "
                       "(needs the load agent)",
+    "load.agent_wheels": "placement client: the bundle's agent/ directory; null: "
+                         "VENV/share/gate/agent, where install.sh put it",
     "load.timeout": "one request's timeout, seconds",
     "load.health": "when the load generator itself counts as saturated (docs/metrics.md "
                    "\"Phase health\"; looser than a default needs a reviewer's sign-off)",
@@ -84,8 +86,22 @@ COMMENTS: dict[str, str] = {
     "gates.g1.bom": "bill of materials per group, e.g. {gpu: {model: \"NVIDIA A100-SXM4-80GB\", "
                     "count: 8, min_driver: \"535.104\", firmware: null}}",
     "gates.g1.optional": "check names that may be skipped without an ERROR",
+    "gates.g1.unverifiable": "item or health check -> why this lab cannot check it "
+                             "(SKIPPED with the reason; at a real site a PASS needs a sign-off)",
+    "gates.g1.clock_offset_s": "hosts' clocks must agree with this one within this many s",
+    "gates.g1.gdscheck": "path of gdscheck on the GPU hosts",
+    "gates.g1.probe_timeout": "seconds one hardware tool may take on a host",
     "gates.g2": "G2 single-node baselines",
     "gates.g2.optional": "check names that may be skipped without an ERROR",
+    "gates.g2.fio": "fio targets: name, group, path (a directory; a raw device only with "
+                    "destructive: true), size, runtime_s, direct, spec (the vendor's figures)",
+    "gates.g2.numjobs": "jobs of the random-read 4k qd32 test",
+    "gates.g2.min_fraction": "share of the vendor's figure each fio result must reach "
+                             "(below 0.9: a PASS needs a sign-off)",
+    "gates.g2.gpu_health": "dcgmi diag where dcgmi exists, nvidia-smi checks otherwise",
+    "gates.g2.dcgm_level": "dcgmi diag -r level (1 quick ... 4 long)",
+    "gates.g2.gds": "gdscheck -p must verify the GDS platform",
+    "gates.g2.gdscheck": "path of gdscheck on the GPU hosts",
     "gates.g3": "G3 main gate: the A/B of baseline and accelerated arms",
     "gates.g3.tiers": "concurrency tiers c; each cell is one layout at one tier",
     "gates.g3.layouts": "layouts to run; empty: every layout",
@@ -122,6 +138,8 @@ COMMENTS: dict[str, str] = {
     "gates.g3.evidence.storage_groups": "inventory groups whose disks are sampled",
     "gates.g3.evidence.diskstats": "the diskstats file on the storage hosts",
     "gates.g3.evidence.devices": "disks to sample; empty: every whole disk",
+    "gates.g3.evidence.allow_storage_evidence": "an engine with no tier counter may rest on "
+        "storage read bandwidth (weaker: a PASS needs a sign-off)",
     "gates.g3.estimate": "rough durations for `gate run G3 --dry-run`; set from experience",
     "gates.g3.estimate.start_s": "seconds to start an arm's engines",
     "gates.g3.estimate.restart_s": "seconds to cold-restart them",
@@ -139,6 +157,8 @@ COMMENTS: dict[str, str] = {
                    "none",
     "report.format": "pdf | html | both",
     "simulated": "set by `gate demo`; a simulated engine is also detected",
+    "engine": "vllm | sglang | tgi | llama.cpp | llama-cpp-python | ollama | generic; "
+              "null: detected from the server's answers (docs/engines.md)",
 }
 
 # Values a site fills in, and the sections without a useful default, as YAML lines.

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.config.inventory import Inventory
-from harness.config.models import FioTarget, SiteConfig
+from harness.config.models import G2, FioTarget, SiteConfig
 from harness.errors import UsageError
+
+# Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
+DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default
 
 JOBS = ("seq-read", "seq-write", "rand-read", "lat-qd1")
 
@@ -48,6 +51,9 @@ def weakened(config: SiteConfig) -> list[str]:
            for t in g2.fio if not t.direct]
     out += [f"G2 fio {t.name}: no vendor figures, measured but not judged"
             for t in g2.fio if t.spec == type(t.spec)()]
+    if g2.min_fraction < DEFAULT_MIN_FRACTION:
+        out.append(f"G2 fio: min_fraction {g2.min_fraction:g} of the vendor's figures "
+                   f"(default {DEFAULT_MIN_FRACTION:g})")
     return [] if config.simulated else out
 
 

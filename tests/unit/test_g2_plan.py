@@ -11,7 +11,7 @@ from harness.config.inventory import load_inventory
 from harness.config.models import FioTarget, SiteConfig
 from harness.errors import UsageError
 from harness.g2 import fio
-from harness.g2.plan import expected_checks, validate
+from harness.g2.plan import expected_checks, validate, weakened
 
 
 def site(tmp_path: Path, g2: dict[str, object]) -> tuple[SiteConfig, object]:
@@ -49,3 +49,13 @@ def test_fio_argv_and_bounds() -> None:
     assert fio.wanted(target, "seq-read", 0.9) == (">= 900 MB/s (90% of 1000)", 900.0)
     assert fio.wanted(target, "lat-qd1", 0.9)[1] == pytest.approx(100.0)
     assert fio.wanted(target, "seq-write", 0.9)[1] is None  # no vendor figure: not judged
+
+
+def test_a_lower_share_of_the_vendors_figures_makes_a_pass_need_a_sign_off(
+        tmp_path: Path) -> None:
+    """min_fraction below its default would let a slow drive pass: a reviewer signs it."""
+    target = {"name": "fx", "path": "/mnt/fx", "spec": {"seq_read_mbps": 1000}}
+    config, _ = site(tmp_path, {"fio": [target]})
+    assert weakened(config) == []
+    config, _ = site(tmp_path, {"fio": [target], "min_fraction": 0.5})
+    assert weakened(config) == ["G2 fio: min_fraction 0.5 of the vendor's figures (default 0.9)"]
