@@ -51,8 +51,8 @@ def build_body(spec: RequestSpec, model: str, api: Api,
 def request_id() -> str:
     """A request's X-Request-ID: a random UUID, the one form every engine takes.
 
-    vLLM and SGLang use the header as their request id (in logs and, with
-    --enable-request-id-headers, echoed back) and accept any string; llama-cpp-python's
+    vLLM uses the header as its request id (in logs and, with
+    --enable-request-id-headers, echoed back) and accepts any string; llama-cpp-python's
     server validates it as a UUID and answers HTTP 400 with an empty body otherwise
     (docs/metrics.md "Request shape")."""
     return str(uuid.uuid4())
