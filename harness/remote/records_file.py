@@ -13,6 +13,7 @@ decoding 1 M records take ~50 s; as one string it is a few seconds.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import sys
 from array import array
@@ -46,7 +47,8 @@ def decode(data: bytes) -> tuple[list[RequestRecord], int]:
     rows: list[dict[str, Any]] = json.loads(b"[" + body + b"]") if body.strip() else []
     out = []
     for fields in rows:
-        fields["chunk_times"] = _floats(base64.b64decode(fields.pop(CHUNKS)))
+        # binascii directly: base64.b64decode's argument checks cost as much as the decode
+        fields["chunk_times"] = _floats(binascii.a2b_base64(fields.pop(CHUNKS)))
         out.append(RequestRecord(**fields))
     return out, end
 

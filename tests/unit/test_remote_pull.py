@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UnreachableError
+from harness.errors import UnreachableError, UsageError
 from harness.loadgen.records import RequestRecord
 from harness.remote import records_file
 from harness.remote.detach import phase_argv, systemd_run_argv
 from harness.remote.executor import Puller, RemoteExecutor
+from harness.remote.ship import choose, parse_probe, ship_agent
+from harness.transport.fake import FakeResponse, FakeTransport
 from harness.transport.result import CommandResult
 
 
@@ -94,3 +96,42 @@ def test_a_link_down_past_the_reconnect_window_is_an_error() -> None:
                         sleep=lambda _: None)
     with pytest.raises(UnreachableError):
         ex.attach("d")
+
+
+PROBE_OUT = """/usr/bin/python3 3 6 x86_64 28
+/usr/bin/python3.9 3 9 x86_64 34
+Filesystem 1024-blocks Used Available Capacity Mounted on
+/dev/sda1 100000 90000 10000 90% /home
+"""
+
+
+def test_the_probe_names_each_python_and_the_free_space() -> None:
+    probe = parse_probe(PROBE_OUT)
+    assert [p.version for p in probe.pythons] == [(3, 6), (3, 9)] and probe.free_kb == 10000
+
+
+def test_the_newest_fitting_wheel_dir_is_chosen(tmp_path: Path) -> None:
+    for d in ("py3.9-manylinux_2_17_x86_64", "py3.9-manylinux_2_34_x86_64",
+              "py3.9-manylinux_2_36_x86_64", "py3.11-manylinux_2_34_x86_64"):
+        (tmp_path / d).mkdir()
+    py, chosen = choose(parse_probe(PROBE_OUT), tmp_path, "c1")
+    assert py.path == "/usr/bin/python3.9" and chosen.name == "py3.9-manylinux_2_34_x86_64"
+
+
+def test_no_python_3_9_is_one_line_naming_the_host(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as e:
+        choose(parse_probe(PROBE_OUT.splitlines()[0] + "\n"), tmp_path, "c1")
+    assert e.value.host == "c1" and "no Python 3.9 or newer" in e.value.one_line()
+    assert "/usr/bin/python3 3.6" in e.value.message and e.value.exit_code == 4
+
+
+def test_too_little_disk_space_is_refused_before_any_copy(tmp_path: Path) -> None:
+    wheels = tmp_path / "py3.9-manylinux_2_34_x86_64"
+    wheels.mkdir()
+    (wheels / "numpy-2.0.2-cp39-cp39-manylinux_2_17_x86_64.whl").write_bytes(b"x" * 1000)
+    t = FakeTransport([FakeResponse("sh -c *", stdout=PROBE_OUT),
+                       FakeResponse("mkdir *"), FakeResponse("cat *", rc=1)], host="c1")
+    with pytest.raises(UsageError) as e:
+        ship_agent(t, tmp_path)
+    assert e.value.host == "c1" and "MB free in the home directory" in e.value.message
+    assert t.uploaded == {}
