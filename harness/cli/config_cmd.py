@@ -60,6 +60,9 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
         if spec.id == "G3" and (cfg.arms is None or not cfg.layouts):
             click.echo("G3: not configured (no arms / layouts)")
             continue
+        if spec.id == "G1" and not cfg.gates.g1.bom:
+            click.echo("G1: not configured (no gates.g1.bom; `gate run G1` will ask for it)")
+            continue
         check_site(spec.id, loaded, Path(inventory_path) if inventory_path else None)
         named = sorted({i.host for la in cfg.layouts for i in la.instances}) \
             if spec.id == "G3" else []

@@ -189,6 +189,7 @@ def test_config_show_and_validate(gate_cli: GateRunner, g3_site: Path) -> None:
     ok = gate_cli("config", "validate")
     assert ok.returncode == 0, ok.stderr
     assert "G3: ok (layout hosts gpu1)" in ok.stdout
+    assert "G1: not configured (no gates.g1.bom" in ok.stdout  # a G3-only site so far
     hosts = g3_site / "hosts.ini"
     hosts.write_text(hosts.read_text().replace("gpu1 ansible_host=10.20.0.11\n", ""))
     line = one_error_line(gate_cli("config", "validate"))
