@@ -1,16 +1,18 @@
 """G2's plan: per host of a target's group, the four fio jobs; per GPU host, GPU health
-and (when asked) GDS."""
+and (when asked) GDS; with gates.g2.serving, the serving baseline per G3 layout x tier."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.config.inventory import Inventory
-from harness.config.models import G2, FioTarget, SiteConfig
+from harness.config.models import G2, FioTarget, G2Serving, SiteConfig
 from harness.errors import UsageError
+from harness.g3.plan import Cell, cells
 
 # Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
 DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default
+DEFAULT_MAX_CV: float = G2Serving.model_fields["max_cv"].default
 
 JOBS = ("seq-read", "seq-write", "rand-read", "lat-qd1")
 
@@ -35,6 +37,16 @@ def gpu_hosts(inventory: Inventory) -> list[str]:
     return [h.name for h in inventory.group("gpu")]
 
 
+def serving_cells(config: SiteConfig) -> list[Cell]:
+    """G3's cells (gates.g3.layouts x tiers, unless gates.g2.serving names fewer),
+    measured on the baseline arm alone."""
+    serving = config.gates.g2.serving
+    if serving is None or config.arms is None:  # no arms: nothing to serve (weakened)
+        return []
+    return [c for c in cells(config) if (not serving.layouts or c.layout.name in serving.layouts)
+            and (not serving.tiers or c.tier in serving.tiers)]
+
+
 def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
     g2 = config.gates.g2
     checks = [f"test_fio[{c.key}]" for c in fio_cells(config, inventory)]
@@ -42,6 +54,7 @@ def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
         checks += [f"test_gpu_health[{h}]" for h in gpu_hosts(inventory)]
     if g2.gds:
         checks += [f"test_gds[{h}]" for h in gpu_hosts(inventory)]
+    checks += [f"test_serving[{c.key}]" for c in serving_cells(config)]
     return checks
 
 
@@ -54,14 +67,33 @@ def weakened(config: SiteConfig) -> list[str]:
     if g2.min_fraction < DEFAULT_MIN_FRACTION:
         out.append(f"G2 fio: min_fraction {g2.min_fraction:g} of the vendor's figures "
                    f"(default {DEFAULT_MIN_FRACTION:g})")
+    out += _serving_weakened(config)
     return [] if config.simulated else out
+
+
+def _serving_weakened(config: SiteConfig) -> list[str]:
+    serving = config.gates.g2.serving
+    if serving is None or config.arms is None:
+        why = "gates.g2.serving: null" if serving is None else "no arms configured"
+        return [f"G2 serving baseline not measured ({why})"]
+    out = []
+    if len(serving_cells(config)) < len(cells(config)):
+        out.append("G2 serving: fewer layouts or tiers than G3 measures "
+                   "(gates.g2.serving.layouts / tiers)")
+    if serving.max_cv > DEFAULT_MAX_CV:
+        out.append(f"G2 serving: max_cv {serving.max_cv:g} (default {DEFAULT_MAX_CV:g})")
+    if serving.max_failed_share > 0:
+        out.append(f"G2 serving: max_failed_share {serving.max_failed_share:g} (default 0)")
+    return out
 
 
 def validate(config: SiteConfig, inventory: Inventory) -> None:
     g2 = config.gates.g2
-    if not g2.fio and not g2.gpu_health and not g2.gds:
+    if g2.serving is not None and config.arms is not None:
+        _validate_serving(config, g2.serving)
+    if not g2.fio and not g2.gpu_health and not g2.gds and not serving_cells(config):
         raise UsageError("G2 has nothing to measure", key="gates.g2",
-                         hint="add fio targets, or gpu_health / gds")
+                         hint="add fio targets, or gpu_health / gds / serving")
     seen = set()
     for i, t in enumerate(g2.fio):
         key = f"gates.g2.fio.{i}"
@@ -74,3 +106,19 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
             raise UsageError(f"{t.path} is a raw device: fio's write job would overwrite it",
                              key=f"{key}.path",
                              hint="use a file or directory, or set destructive: true")
+
+
+def _validate_serving(config: SiteConfig, serving: G2Serving) -> None:
+    if not config.layouts:
+        raise UsageError("the serving baseline needs the layouts G3 uses",
+                         key="gates.g2.serving",
+                         hint="add `layouts:`, or set gates.g2.serving: null")
+    g3_layouts = [c.layout.name for c in cells(config)]
+    for name in serving.layouts:
+        if name not in g3_layouts:
+            raise UsageError(f"{name!r} is not one of G3's layouts",
+                             key="gates.g2.serving.layouts", hint=f"G3 measures {g3_layouts}")
+    for tier in serving.tiers:
+        if tier not in config.gates.g3.tiers:
+            raise UsageError(f"{tier} is not one of G3's tiers", key="gates.g2.serving.tiers",
+                             hint=f"G3 measures {config.gates.g3.tiers}")
