@@ -8,7 +8,7 @@ benchmark row of the G2 run; the arm is stopped whatever happens.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
@@ -60,23 +60,28 @@ class ServingBaseline:
         try:
             self.control.start(ARM, layout)
             self.watch.observe(ARM, layout)  # recorded: stopped at the run's end if left
-            self._phase(cell, -1, "warm", self._documents(cell, -1))
-            return [self._phase(cell, rep, "serving", self._documents(cell, rep))
-                    for rep in range(self.limits.repetitions)]
+            sets = self._documents(cell)
+            self._phase(cell, -1, "warm", sets[0])
+            return [self._phase(cell, rep, "serving", docs)
+                    for rep, docs in enumerate(sets[1:])]
         finally:
             with contextlib.suppress(Exception):  # the measuring error is the one to report
                 self.control.stop(ARM, layout)
             self.watch.stopped(ARM, layout)
 
-    def _documents(self, cell: Cell, rep: int) -> Workload:
+    def _documents(self, cell: Cell) -> list[Workload]:
+        """Fresh documents for the warm phase and each repetition, calibrated with the
+        engine's tokenizer in one go (it is running) and split."""
         from harness.loadgen import doc_qa
 
         wl = self.config.workload
         n = self.limits.docs or docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
         url = endpoints(self.config, self.gate.inventory, ARM, cell.layout)[0].url
-        return doc_qa(n, wl.doc_tokens, wl.question_tokens,
-                      doc_seed(wl.seed, SEED_OFFSET + rep), max_tokens=wl.max_tokens,
-                      tokenize_url=url, model=self.config.model.name)
+        every = doc_qa(n * (self.limits.repetitions + 1), wl.doc_tokens, wl.question_tokens,
+                       doc_seed(wl.seed, SEED_OFFSET), max_tokens=wl.max_tokens,
+                       tokenize_url=url, model=self.config.model.name)
+        return [replace(every, specs=every.specs[i * n:(i + 1) * n])
+                for i in range(self.limits.repetitions + 1)]
 
     def _ignore_eos(self) -> bool:
         from harness.loadgen.engines import PROFILES
