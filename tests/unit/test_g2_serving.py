@@ -130,3 +130,11 @@ def test_limits_have_bounds() -> None:
     for bad in ({"max_cv": 0.3}, {"max_failed_share": 0.1}, {"repetitions": 1}):
         with pytest.raises(ValueError):
             G2Serving.model_validate(bad)
+
+
+def test_progress_names_a_g2_repetition_not_a_pair() -> None:
+    from harness.cli.progress import progress_line
+
+    d = {"gate": "G2", "layout": "TP8", "tier": 8, "arm": "baseline", "repetition": 1,
+         "phase": "serving", "done": 0, "total": 8, "phase_no": 3, "phases_planned": 3}
+    assert progress_line(d, 4.0).startswith("G2 · TP8 · c=8 · baseline · rep 2 · serving: ")
