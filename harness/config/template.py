@@ -105,9 +105,9 @@ COMMENTS: dict[str, str] = {
     "gates.g2.serving": "serving baseline: the baseline arm alone at G3's layouts x tiers "
                         "with G3's workload (null: not measured; then a PASS needs a "
                         "sign-off)",
-    "gates.g2.serving.layouts": "layouts to measure; empty: G3's (fewer: a PASS needs a "
-                                "sign-off)",
-    "gates.g2.serving.tiers": "concurrency tiers; empty: G3's (fewer: a PASS needs a sign-off)",
+    "gates.g2.serving.layouts": "layouts to measure; empty: G3's (a G3 cell left without a "
+                                "baseline: a PASS needs a sign-off)",
+    "gates.g2.serving.tiers": "concurrency tiers; empty: G3's (likewise)",
     "gates.g2.serving.repetitions": "measured phases per layout x tier (fresh documents each)",
     "gates.g2.serving.docs": "documents a repetition; 0: G3's count for the tier",
     "gates.g2.serving.max_cv": "largest repetition-to-repetition CV of TTFT p50 and of "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from harness.config.inventory import Inventory
 from harness.config.models import G2, FioTarget, G2Serving, SiteConfig
 from harness.errors import UsageError
-from harness.g3.plan import Cell, cells
+from harness.g3.plan import Cell, cells, layouts
 
 # Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
 DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default
@@ -38,13 +38,15 @@ def gpu_hosts(inventory: Inventory) -> list[str]:
 
 
 def serving_cells(config: SiteConfig) -> list[Cell]:
-    """G3's cells (gates.g3.layouts x tiers, unless gates.g2.serving names fewer),
-    measured on the baseline arm alone."""
+    """The baseline arm's cells: G3's (gates.g3.layouts x tiers) unless gates.g2.serving
+    names its own layouts or tiers."""
     serving = config.gates.g2.serving
     if serving is None or config.arms is None:  # no arms: nothing to serve (weakened)
         return []
-    return [c for c in cells(config) if (not serving.layouts or c.layout.name in serving.layouts)
-            and (not serving.tiers or c.tier in serving.tiers)]
+    chosen = ([la for name in serving.layouts for la in config.layouts if la.name == name]
+              if serving.layouts else layouts(config))  # an unknown name: validate says
+    return [Cell(layout, tier) for layout in chosen
+            for tier in serving.tiers or config.gates.g3.tiers]
 
 
 def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
@@ -77,8 +79,9 @@ def _serving_weakened(config: SiteConfig) -> list[str]:
         why = "gates.g2.serving: null" if serving is None else "no arms configured"
         return [f"G2 serving baseline not measured ({why})"]
     out = []
-    if len(serving_cells(config)) < len(cells(config)):
-        out.append("G2 serving: fewer layouts or tiers than G3 measures "
+    missing = {c.key for c in cells(config)} - {c.key for c in serving_cells(config)}
+    if missing:
+        out.append(f"G2 serving: G3's cells {', '.join(sorted(missing))} have no baseline "
                    "(gates.g2.serving.layouts / tiers)")
     if serving.max_cv > DEFAULT_MAX_CV:
         out.append(f"G2 serving: max_cv {serving.max_cv:g} (default {DEFAULT_MAX_CV:g})")
@@ -113,12 +116,11 @@ def _validate_serving(config: SiteConfig, serving: G2Serving) -> None:
         raise UsageError("the serving baseline needs the layouts G3 uses",
                          key="gates.g2.serving",
                          hint="add `layouts:`, or set gates.g2.serving: null")
-    g3_layouts = [c.layout.name for c in cells(config)]
+    known = [layout.name for layout in config.layouts]
     for name in serving.layouts:
-        if name not in g3_layouts:
-            raise UsageError(f"{name!r} is not one of G3's layouts",
-                             key="gates.g2.serving.layouts", hint=f"G3 measures {g3_layouts}")
-    for tier in serving.tiers:
-        if tier not in config.gates.g3.tiers:
-            raise UsageError(f"{tier} is not one of G3's tiers", key="gates.g2.serving.tiers",
-                             hint=f"G3 measures {config.gates.g3.tiers}")
+        if name not in known:
+            raise UsageError(f"no layout named {name!r}", key="gates.g2.serving.layouts",
+                             hint=f"layouts: {', '.join(known)}")
+    if any(t <= 0 for t in serving.tiers):
+        raise UsageError("every tier must be a positive concurrency",
+                         key="gates.g2.serving.tiers")

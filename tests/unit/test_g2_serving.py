@@ -98,10 +98,10 @@ def test_plan_is_g3s_cells_or_the_named_subset(tmp_path: Path) -> None:
         "test_serving[TP8-c4]", "test_serving[TP8-c16]", "test_serving[TP4-c4]",
         "test_serving[TP4-c16]"]
     assert weakened(config) == []
-    config, inv = site(tmp_path, {"layouts": ["TP8"], "tiers": [16], "max_cv": 0.2})
-    assert [c.key for c in serving_cells(config)] == ["TP8-c16"]
-    assert weakened(config) == ["G2 serving: fewer layouts or tiers than G3 measures "
-                                "(gates.g2.serving.layouts / tiers)",
+    config, inv = site(tmp_path, {"layouts": ["TP8"], "tiers": [16, 8], "max_cv": 0.2})
+    assert [c.key for c in serving_cells(config)] == ["TP8-c16", "TP8-c8"]
+    assert weakened(config) == ["G2 serving: G3's cells TP4-c16, TP4-c4, TP8-c4 have no "
+                                "baseline (gates.g2.serving.layouts / tiers)",
                                 "G2 serving: max_cv 0.2 (default 0.1)"]
     assert weakened(site(tmp_path, {"max_cv": 0.2}, simulated=True)[0]) == []
 
@@ -117,7 +117,7 @@ def test_not_measured_is_weakened_at_a_real_site(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("serving", "key"), [
     ({"layouts": ["TP2"]}, "gates.g2.serving.layouts"),
-    ({"tiers": [8]}, "gates.g2.serving.tiers")])
+    ({"tiers": [0]}, "gates.g2.serving.tiers")])
 def test_bad_serving_config_names_the_key(tmp_path: Path, serving: dict[str, object],
                                           key: str) -> None:
     config, inv = site(tmp_path, serving)
