@@ -138,3 +138,25 @@ def test_progress_names_a_g2_repetition_not_a_pair() -> None:
     d = {"gate": "G2", "layout": "TP8", "tier": 8, "arm": "baseline", "repetition": 1,
          "phase": "serving", "done": 0, "total": 8, "phase_no": 3, "phases_planned": 3}
     assert progress_line(d, 4.0).startswith("G2 · TP8 · c=8 · baseline · rep 2 · serving: ")
+
+
+def test_a_phase_that_measured_nothing_is_an_error_quoting_the_server() -> None:
+    """Every request failed (or the phase timed out): nothing to judge, so ERROR (a
+    MeasurementError), never a STOP-LOSS on a 100 % failed share, never a PASS."""
+    from types import SimpleNamespace
+
+    from harness.errors import MeasurementError
+    from harness.g2.serving_run import _measured_something
+
+    config = SiteConfig.model_validate({"site": {"name": "s"}, "campaign": {"name": "c"},
+                                        "inventory": "hosts.ini", "model": {"name": "m"}})
+    failed = [record(i, error="HTTP 500: engine broken") for i in range(3)]
+    with pytest.raises(MeasurementError, match=r"every request of the baseline serving "
+                       r"phase failed \(3x\), e\.g\. .*HTTP 500: engine broken"):
+        _measured_something(SimpleNamespace(status="FINISHED", records=failed),  # type: ignore[arg-type]
+                            "serving", config)
+    with pytest.raises(MeasurementError, match=r"ran past gates\.g3\.phase_timeout"):
+        _measured_something(SimpleNamespace(status="TIMEOUT", records=[record(0)]),  # type: ignore[arg-type]
+                            "warm", config)
+    _measured_something(SimpleNamespace(status="FINISHED", records=[*failed, record(9)]),  # type: ignore[arg-type]
+                        "serving", config)  # one answered: judged by the failed share
