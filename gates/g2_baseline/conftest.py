@@ -4,9 +4,16 @@ an empty parameter set would otherwise stand as a skipped check."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from harness.g2.plan import fio_cells, gpu_hosts
+from harness.g2.plan import fio_cells, gpu_hosts, serving_cells
+from harness.g2.serving_run import ServingBaseline
+from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.engines import EngineWatch, clean_slate
+from harness.g3.plan import layouts
+from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.pytest_plugin import GATE_KEY, GateContext
 
 
@@ -14,13 +21,16 @@ def _asked(ctx: GateContext) -> dict[str, bool]:
     g2 = ctx.loaded.config.gates.g2
     return {"test_fio": bool(fio_cells(ctx.loaded.config, ctx.inventory)),
             "test_gpu_health": g2.gpu_health and bool(gpu_hosts(ctx.inventory)),
-            "test_gds": g2.gds and bool(gpu_hosts(ctx.inventory))}
+            "test_gds": g2.gds and bool(gpu_hosts(ctx.inventory)),
+            "test_serving": bool(serving_cells(ctx.loaded.config))}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx: GateContext = metafunc.config.stash[GATE_KEY]
     if not _asked(ctx).get(metafunc.function.__name__, True):
-        metafunc.parametrize("cell" if "cell" in metafunc.fixturenames else "gpu_host", [None])
+        name = next(n for n in ("cell", "serving_cell", "gpu_host")
+                    if n in metafunc.fixturenames)
+        metafunc.parametrize(name, [None])
         return
     if "cell" in metafunc.fixturenames:
         cells = fio_cells(ctx.loaded.config, ctx.inventory)
@@ -28,8 +38,37 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "gpu_host" in metafunc.fixturenames:
         hosts = gpu_hosts(ctx.inventory)
         metafunc.parametrize("gpu_host", hosts, ids=hosts)
+    if "serving_cell" in metafunc.fixturenames:
+        chosen = serving_cells(ctx.loaded.config)
+        metafunc.parametrize("serving_cell", chosen, ids=[c.key for c in chosen])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     asked = _asked(config.stash[GATE_KEY])
     items[:] = [i for i in items if asked.get(getattr(i, "originalname", i.name), True)]
+
+
+@pytest.fixture(scope="session")
+def serving(gate: GateContext) -> Iterator[ServingBaseline]:
+    """The baseline arm's control as G3 builds it: a clean slate first (nothing an earlier
+    run left may serve), every engine this run started stopped at its end."""
+    cfg = gate.loaded.config
+    pool = gate.transport_pool()
+    runner = transport_action_runner(pool, gate.inventory, gate.loaded.known_hosts_path,
+                                     gate.artifact_dir, gate.recorder.event,
+                                     become_password=gate.sudo_password)
+    control = ArmControl(cfg, gate.inventory, runner)
+    watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id,
+                        gate.recorder.event)
+    clean_slate(watch, control, layouts(cfg), gate.recorder.campaign_id)
+    executor: Executor = InProcessExecutor()
+    if cfg.load.placement == "client":  # the load runs next to the engines (docs/remote.md)
+        from harness.remote.placement import client_executor
+
+        wheels = cfg.load.agent_wheels
+        executor = client_executor(gate.inventory, pool,
+                                   gate.loaded.resolve(wheels) if wheels else None, gate.run_id)
+    try:
+        yield ServingBaseline(gate=gate, control=control, watch=watch, executor=executor)
+    finally:
+        watch.sweep()

@@ -1,7 +1,11 @@
-"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS.
+"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS, the
+serving baseline of the baseline arm.
 
 A figure below its bound is STOP-LOSS; fio that failed, a missing tool, an unreachable
 host is ERROR (nothing measured). Every raw output is an artifact with its sha256.
+The serving baseline: failed requests above the configured share or a CV above its
+limit is STOP-LOSS; a phase where every request failed is ERROR; a saturated client
+leaves the CVs undecided: INCONCLUSIVE (harness/g2/serving.py:judge).
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import math
 import pytest
 
 from harness.config.models import SiteConfig
-from harness.errors import MeasurementError
+from harness.errors import Inconclusive, MeasurementError
 from harness.g2 import fio as g2fio
 from harness.g2.plan import FioCell
+from harness.g2.serving import judge
+from harness.g2.serving_run import ServingBaseline
+from harness.g3.plan import Cell
 from harness.probes.fio import parse_fio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
@@ -126,3 +133,29 @@ def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host
     if not gds.verified or gds.gpus_supporting < gds.gpus or not gds.gpus:
         pytest.fail(f"{gpu_host} GDS: {gds.gpus_supporting} of {gds.gpus} GPUs, platform "
                     f"{'verified' if gds.verified else 'not verified'}", pytrace=False)
+
+
+def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecorder,
+                 serving_cell: Cell) -> None:
+    """The baseline arm alone at one G3 layout x tier: no failed requests (or at most the
+    configured share), TTFT p50 and throughput steady across repetitions; its prefill
+    throughput is recorded for the planner."""
+    limits = serving.limits
+    host = serving_cell.layout.instances[0].host
+    check.host = host
+    check.expect(f"{limits.repetitions} reps: at most {limits.max_failed_share:.0%} failed, "
+                 f"CV of TTFT p50 and throughput <= {limits.max_cv:.0%}")
+    reps = serving.measure(serving_cell)
+    verdict = judge(reps, limits)
+    check.measure(verdict.measured(reps))
+    gate.recorder.host_fact(host=host, key=f"serving prefill {serving_cell.key}",
+                            value={"tokens_per_s": round(verdict.prefill_tps, 1),
+                                   "ttft_p50_s": [round(r.ttft_p50_s, 4) for r in reps],
+                                   "throughput_tps": [round(r.throughput_tps, 1)
+                                                      for r in reps]},
+                            simulated=gate.simulated)
+    if verdict.missed:
+        pytest.fail(f"{serving_cell.key} baseline: " + "; ".join(verdict.missed),
+                    pytrace=False)
+    if verdict.undecided:
+        raise Inconclusive(f"{serving_cell.key}: " + "; ".join(verdict.undecided))

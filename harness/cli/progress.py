@@ -64,7 +64,8 @@ def progress_line(d: dict[str, object], elapsed: float,
            f" · ETA {_clock(spent / phases_done * left)}" if left > 0 else
            " · past the minimum pairs: the gate adds pairs while a cell is undecided")
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
-            f"pair {int(str(d['repetition'])) + 1} · {d['phase']}: {done}/{total} requests · "
+            f"{'pair' if d['gate'] == 'G3' else 'rep'} {int(str(d['repetition'])) + 1} · "
+            f"{d['phase']}: {done}/{total} requests · "
             f"{_clock(elapsed)} elapsed{eta}")
 
 

@@ -256,6 +256,21 @@ class FioTarget(Frozen):
     spec: FioSpec = FioSpec()
 
 
+# G2's serving baseline (harness/g2/serving.py): the baseline arm alone at G3's layouts x
+# tiers with G3's workload, checked for sanity before any A/B. A limit looser than its
+# default makes a PASS need a reviewer's sign-off (harness/g2/plan.py:weakened).
+class G2Serving(Frozen):
+    # Empty: G3's (gates.g3.layouts, gates.g3.tiers); fewer at a real site is weakened.
+    layouts: list[str] = Field(default_factory=list)
+    tiers: list[int] = Field(default_factory=list)
+    repetitions: int = Field(default=3, ge=2, le=20, description="measured phases per cell")
+    # Documents a repetition (each asked once); 0: G3's own count for the tier.
+    docs: int = Field(default=0, ge=0)
+    max_cv: float = Field(default=0.10, gt=0, le=0.25,
+                          description="repetition-to-repetition CV of TTFT p50 and throughput")
+    max_failed_share: float = Field(default=0.0, ge=0, le=0.05)
+
+
 class G2(Frozen):
     fio: list[FioTarget] = Field(default_factory=list)
     numjobs: int = Field(default=4, ge=1, le=256)  # random read 4k qd32 x numjobs
@@ -264,6 +279,7 @@ class G2(Frozen):
     dcgm_level: int = Field(default=1, ge=1, le=4)
     gds: bool = False  # gdscheck -p must verify the platform
     gdscheck: str = "gdscheck"
+    serving: G2Serving | None = G2Serving()  # null: not measured (weakened at a real site)
     optional: list[str] = Field(default_factory=list)
 
 

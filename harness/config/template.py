@@ -102,6 +102,18 @@ COMMENTS: dict[str, str] = {
     "gates.g2.dcgm_level": "dcgmi diag -r level (1 quick ... 4 long)",
     "gates.g2.gds": "gdscheck -p must verify the GDS platform",
     "gates.g2.gdscheck": "path of gdscheck on the GPU hosts",
+    "gates.g2.serving": "serving baseline: the baseline arm alone at G3's layouts x tiers "
+                        "with G3's workload (null: not measured; then a PASS needs a "
+                        "sign-off)",
+    "gates.g2.serving.layouts": "layouts to measure; empty: G3's (a G3 cell left without a "
+                                "baseline: a PASS needs a sign-off)",
+    "gates.g2.serving.tiers": "concurrency tiers; empty: G3's (likewise)",
+    "gates.g2.serving.repetitions": "measured phases per layout x tier (fresh documents each)",
+    "gates.g2.serving.docs": "documents a repetition; 0: G3's count for the tier",
+    "gates.g2.serving.max_cv": "largest repetition-to-repetition CV of TTFT p50 and of "
+                               "throughput (at most 0.25; above 0.1 a PASS needs a sign-off)",
+    "gates.g2.serving.max_failed_share": "share of requests that may fail (at most 0.05; "
+                                         "above 0 a PASS needs a sign-off)",
     "gates.g3": "G3 main gate: the A/B of baseline and accelerated arms",
     "gates.g3.tiers": "concurrency tiers c; each cell is one layout at one tier",
     "gates.g3.layouts": "layouts to run; empty: every layout",

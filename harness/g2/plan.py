@@ -1,16 +1,18 @@
 """G2's plan: per host of a target's group, the four fio jobs; per GPU host, GPU health
-and (when asked) GDS."""
+and (when asked) GDS; with gates.g2.serving, the serving baseline per G3 layout x tier."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.config.inventory import Inventory
-from harness.config.models import G2, FioTarget, SiteConfig
+from harness.config.models import G2, FioTarget, G2Serving, SiteConfig
 from harness.errors import UsageError
+from harness.g3.plan import Cell, cells, layouts
 
 # Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
 DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default
+DEFAULT_MAX_CV: float = G2Serving.model_fields["max_cv"].default
 
 JOBS = ("seq-read", "seq-write", "rand-read", "lat-qd1")
 
@@ -35,6 +37,18 @@ def gpu_hosts(inventory: Inventory) -> list[str]:
     return [h.name for h in inventory.group("gpu")]
 
 
+def serving_cells(config: SiteConfig) -> list[Cell]:
+    """The baseline arm's cells: G3's (gates.g3.layouts x tiers) unless gates.g2.serving
+    names its own layouts or tiers."""
+    serving = config.gates.g2.serving
+    if serving is None or config.arms is None:  # no arms: nothing to serve (weakened)
+        return []
+    chosen = ([la for name in serving.layouts for la in config.layouts if la.name == name]
+              if serving.layouts else layouts(config))  # an unknown name: validate says
+    return [Cell(layout, tier) for layout in chosen
+            for tier in serving.tiers or config.gates.g3.tiers]
+
+
 def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
     g2 = config.gates.g2
     checks = [f"test_fio[{c.key}]" for c in fio_cells(config, inventory)]
@@ -42,6 +56,7 @@ def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
         checks += [f"test_gpu_health[{h}]" for h in gpu_hosts(inventory)]
     if g2.gds:
         checks += [f"test_gds[{h}]" for h in gpu_hosts(inventory)]
+    checks += [f"test_serving[{c.key}]" for c in serving_cells(config)]
     return checks
 
 
@@ -54,14 +69,34 @@ def weakened(config: SiteConfig) -> list[str]:
     if g2.min_fraction < DEFAULT_MIN_FRACTION:
         out.append(f"G2 fio: min_fraction {g2.min_fraction:g} of the vendor's figures "
                    f"(default {DEFAULT_MIN_FRACTION:g})")
+    out += _serving_weakened(config)
     return [] if config.simulated else out
+
+
+def _serving_weakened(config: SiteConfig) -> list[str]:
+    serving = config.gates.g2.serving
+    if serving is None or config.arms is None:
+        why = "gates.g2.serving: null" if serving is None else "no arms configured"
+        return [f"G2 serving baseline not measured ({why})"]
+    out = []
+    missing = {c.key for c in cells(config)} - {c.key for c in serving_cells(config)}
+    if missing:
+        out.append(f"G2 serving: G3's cells {', '.join(sorted(missing))} have no baseline "
+                   "(gates.g2.serving.layouts / tiers)")
+    if serving.max_cv > DEFAULT_MAX_CV:
+        out.append(f"G2 serving: max_cv {serving.max_cv:g} (default {DEFAULT_MAX_CV:g})")
+    if serving.max_failed_share > 0:
+        out.append(f"G2 serving: max_failed_share {serving.max_failed_share:g} (default 0)")
+    return out
 
 
 def validate(config: SiteConfig, inventory: Inventory) -> None:
     g2 = config.gates.g2
-    if not g2.fio and not g2.gpu_health and not g2.gds:
+    if g2.serving is not None and config.arms is not None:
+        _validate_serving(config, g2.serving)
+    if not g2.fio and not g2.gpu_health and not g2.gds and not serving_cells(config):
         raise UsageError("G2 has nothing to measure", key="gates.g2",
-                         hint="add fio targets, or gpu_health / gds")
+                         hint="add fio targets, or gpu_health / gds / serving")
     seen = set()
     for i, t in enumerate(g2.fio):
         key = f"gates.g2.fio.{i}"
@@ -74,3 +109,18 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
             raise UsageError(f"{t.path} is a raw device: fio's write job would overwrite it",
                              key=f"{key}.path",
                              hint="use a file or directory, or set destructive: true")
+
+
+def _validate_serving(config: SiteConfig, serving: G2Serving) -> None:
+    if not config.layouts:
+        raise UsageError("the serving baseline needs the layouts G3 uses",
+                         key="gates.g2.serving",
+                         hint="add `layouts:`, or set gates.g2.serving: null")
+    known = [layout.name for layout in config.layouts]
+    for name in serving.layouts:
+        if name not in known:
+            raise UsageError(f"no layout named {name!r}", key="gates.g2.serving.layouts",
+                             hint=f"layouts: {', '.join(known)}")
+    if any(t <= 0 for t in serving.tiers):
+        raise UsageError("every tier must be a positive concurrency",
+                         key="gates.g2.serving.tiers")

@@ -127,7 +127,8 @@ loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={C
 def g2_yaml(root: Path) -> str:
     """The `gates.g2` section: real fio on real files in the demo's directory (the GPU
     host's local disk and the storage host's volume, both directories here; never G3's
-    tier directory, whose contents G3 measures), GPU health from the captures."""
+    tier directory, whose contents G3 measures), GPU health from the captures, the
+    baseline arm's serving baseline on one cell."""
     common = ("size: 16M, runtime_s: 1, direct: false, spec: {seq_read_mbps: 100, "
               "seq_write_mbps: 50, rand_read_iops: 2000, lat_qd1_p99_us: 20000}")
     return f"""\
@@ -139,4 +140,7 @@ def g2_yaml(root: Path) -> str:
     fio:
       - {{name: local-disk, path: "{root / 'fio-local'}", {common}}}
       - {{name: volume, group: storage, path: "{root / 'storage' / 'fio-volume'}", {common}}}
+    # The serving baseline kept small (G1 + G2 add at most 20 s to the demo): one layout,
+    # one tier, two repetitions of eight documents; a site measures every G3 cell.
+    serving: {{layouts: [TP8], tiers: [8], repetitions: 2, docs: 8, max_cv: 0.25}}
 """

@@ -55,7 +55,7 @@ def test_a_lower_share_of_the_vendors_figures_makes_a_pass_need_a_sign_off(
         tmp_path: Path) -> None:
     """min_fraction below its default would let a slow drive pass: a reviewer signs it."""
     target = {"name": "fx", "path": "/mnt/fx", "spec": {"seq_read_mbps": 1000}}
-    config, _ = site(tmp_path, {"fio": [target]})
-    assert weakened(config) == []
-    config, _ = site(tmp_path, {"fio": [target], "min_fraction": 0.5})
-    assert weakened(config) == ["G2 fio: min_fraction 0.5 of the vendor's figures (default 0.9)"]
+    config, _ = site(tmp_path, {"fio": [target], "serving": None})
+    assert weakened(config) == ["G2 serving baseline not measured (gates.g2.serving: null)"]
+    config, _ = site(tmp_path, {"fio": [target], "min_fraction": 0.5, "serving": None})
+    assert weakened(config)[0] == "G2 fio: min_fraction 0.5 of the vendor's figures (default 0.9)"

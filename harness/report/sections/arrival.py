@@ -1,7 +1,8 @@
 """G1 and G2 sections: the generic checks section plus a host-by-item matrix (G1: which
-host has which item as ordered; G2: each fio figure beside its bound) and the serials and
-baselines recorded as host facts. Items the lab could not check show as SKIPPED with the
-reason, in the matrix as in the checks table."""
+host has which item as ordered; G2: each fio figure beside its bound, the serving
+baseline per layout x tier) and the serials and baselines recorded as host facts. Items
+the lab could not check show as SKIPPED with the reason, in the matrix as in the checks
+table."""
 
 from __future__ import annotations
 
@@ -106,7 +107,22 @@ def build_g2(frames: RunFrames, ctx: Context) -> Contribution:
             columns=[t("col.host"), t("arrival.col_job"), t("col.measured"),
                      t("col.expected"), t("col.outcome")],
             rows=rows, tones=[str(o) for o in fio["outcome"]])))
+    serving = _serving_table(frames, t)
+    if serving is not None:
+        extra.append((t("arrival.h_serving"), serving))
     return _with(base, extra)
+
+
+def _serving_table(frames: RunFrames, t: Translator) -> Table | None:
+    """One row per layout x tier of the serving baseline: its figures beside its limits."""
+    checks = frames.checks[frames.checks["name"] == "test_serving"]
+    if checks.empty:
+        return None
+    rows = [[str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), str(c.measured or "—"),
+             str(c.expected or "—"), outcome_word(t, str(c.outcome))]
+            for c in checks.itertuples(index=False)]
+    return Table(columns=[t("arrival.col_cell"), t("col.measured"), t("col.expected"),
+                          t("col.outcome")], rows=rows, tones=[str(o) for o in checks["outcome"]])
 
 
 G1_SECTION = SectionBuilder(build=build_g1, metrics=GENERIC.metrics,

@@ -1,0 +1,148 @@
+"""G2's serving baseline, the driving part: the baseline arm of one layout started as G3
+starts it (its start action, /health, its engines read and recorded so the run's end or
+`gate runs abort` stops them), a warm phase, then `repetitions` measured phases with
+fresh documents, each through the phase seam (the same Executor G3 uses) and stored as a
+benchmark row of the G2 run; the arm is stopped whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, replace
+
+from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
+from harness.config.models import G2Serving, SiteConfig
+from harness.errors import MeasurementError
+from harness.g2.serving import RepFigures, rep_figures
+from harness.g3.arms import ArmControl, endpoints
+from harness.g3.engines import EngineWatch
+from harness.g3.plan import Cell, doc_seed, docs_for
+from harness.g3.records import phase_params, phase_spec
+from harness.g3.session import GateRun
+from harness.loadgen.failures import explain
+from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.phase_progress import Where, counted
+from harness.loadgen.records import Endpoint as LoadEndpoint
+from harness.loadgen.records import RequestRecord
+from harness.loadgen.storage import PhaseKey, PhaseWriter
+from harness.loadgen.workloads import Workload
+from harness.store import Store
+
+ARM = "baseline"
+# G2's documents are drawn apart from G3's (doc_seed(seed, repetition) there): the same
+# text must not reach G3's engines as a prefix G2 already computed.
+SEED_OFFSET = 1_000_000
+
+
+@dataclass
+class ServingBaseline:
+    gate: GateRun
+    control: ArmControl
+    watch: EngineWatch
+    executor: Executor = field(default_factory=InProcessExecutor)
+    phases_started: int = 0
+
+    @property
+    def config(self) -> SiteConfig:
+        return self.gate.loaded.config
+
+    @property
+    def limits(self) -> G2Serving:
+        serving = self.config.gates.g2.serving
+        assert serving is not None  # only collected when configured (harness/g2/plan.py)
+        return serving
+
+    def measure(self, cell: Cell) -> list[RepFigures]:
+        """The cell's repetitions, warm phase first; raises MeasurementError for a phase
+        that measured nothing (every request failed, or stopped at phase_timeout)."""
+        layout = cell.layout
+        try:
+            self.control.start(ARM, layout)
+            self.watch.observe(ARM, layout)  # recorded: stopped at the run's end if left
+            sets = self._documents(cell)
+            self._phase(cell, -1, "warm", sets[0])
+            return [self._phase(cell, rep, "serving", docs)
+                    for rep, docs in enumerate(sets[1:])]
+        finally:
+            with contextlib.suppress(Exception):  # the measuring error is the one to report
+                self.control.stop(ARM, layout)
+            self.watch.stopped(ARM, layout)
+
+    def _documents(self, cell: Cell) -> list[Workload]:
+        """Fresh documents for the warm phase and each repetition, calibrated with the
+        engine's tokenizer in one go (it is running) and split."""
+        from harness.loadgen import doc_qa
+
+        wl = self.config.workload
+        n = self.limits.docs or docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
+        url = endpoints(self.config, self.gate.inventory, ARM, cell.layout)[0].url
+        every = doc_qa(n * (self.limits.repetitions + 1), wl.doc_tokens, wl.question_tokens,
+                       doc_seed(wl.seed, SEED_OFFSET), max_tokens=wl.max_tokens,
+                       tokenize_url=url, model=self.config.model.name)
+        return [replace(every, specs=every.specs[i * n:(i + 1) * n])
+                for i in range(self.limits.repetitions + 1)]
+
+    def _ignore_eos(self) -> bool:
+        from harness.loadgen.engines import PROFILES
+
+        name = self.config.engine
+        return PROFILES[name].ignore_eos if name in PROFILES else True
+
+    def _phase(self, cell: Cell, rep: int, phase: str, docs: Workload) -> RepFigures:
+        cfg = self.config
+        eps = endpoints(cfg, self.gate.inventory, ARM, cell.layout)
+        urls = [ep.url for ep in eps]
+        specs = list(docs.specs)
+        ignore_eos = self._ignore_eos()
+        spec = phase_spec(cfg, cell.tier,
+                          [LoadEndpoint(url=ep.url, model=cfg.model.name, instance=ep.instance)
+                           for ep in eps], specs, ignore_eos)
+        writer = PhaseWriter(self.gate.store, self.gate.run_id,
+                             PhaseKey(ARM, cell.layout.name, cell.tier, max(rep, 0), phase),
+                             params=phase_params(specs, urls, cfg, docs, ignore_eos))
+        self.phases_started += 1
+        where = Where(gate="G2", layout=cell.layout.name, tier=cell.tier, arm=ARM,
+                      repetition=max(rep, 0), phase=phase, total=len(specs),
+                      phase_no=self.phases_started, phases_planned=self._phases_planned())
+        outcome = self.executor.run(spec, counted(where, writer.sink))
+        writer.finish(outcome)
+        if outcome.health.sim_lag_mean_ms is not None:
+            self.gate.mark_simulated()  # only the simulator reports its schedule
+        _measured_something(outcome, phase, cfg)
+        return rep_figures(outcome.records, outcome.result.wall_time, cfg.workload.max_tokens,
+                           {s.doc_id: s.prompt_tokens for s in specs},
+                           saturation=outcome.health.reason)
+
+    def _phases_planned(self) -> int:
+        from harness.g2.plan import serving_cells
+
+        return len(serving_cells(self.config)) * (self.limits.repetitions + 1)
+
+
+def _measured_something(outcome: PhaseOutcome, phase: str, cfg: SiteConfig) -> None:
+    """A phase stopped at phase_timeout, or one whose every request failed, measured
+    nothing to judge: ERROR (what finished is stored), quoting the server."""
+    if outcome.status == "TIMEOUT":
+        raise MeasurementError(f"the baseline {phase} phase ran past gates.g3.phase_timeout "
+                               "and was stopped; its finished requests are stored",
+                               stage=f"g2 serving {phase}")
+    records: list[RequestRecord] = outcome.records
+    if records and not any(r.ok for r in records):
+        report = explain(records, api=cfg.workload.api, model=cfg.model.name)
+        first = report.samples[0].line() if report and report.samples else "?"
+        hint = f"; likely cause: {report.hint}" if report and report.hint else ""
+        raise MeasurementError(f"every request of the baseline {phase} phase failed "
+                               f"({len(records)}x), e.g. {first}{hint}",
+                               stage=f"g2 serving {phase}")
+
+
+def release(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,
+            sudo_password: str | None) -> list[str]:
+    """`gate runs abort` of a killed G2 run: the serving baseline's engines are stopped as
+    G3's are (both arms' stop actions, the recorded processes, every endpoint down)."""
+    if loaded.config.gates.g2.serving is None:
+        return []
+    from harness.g3.engines import release_engines
+
+    return release_engines(loaded, inventory, store, run_id, sudo_password=sudo_password)

@@ -1,0 +1,71 @@
+"""G2's serving baseline against simulated engines (the one-cell site of tests/g3_site.py):
+the baseline arm started by its own start action, measured through the phase seam, its
+phases stored, its prefill throughput recorded, its engine stopped at the end. A
+baseline arm that fails part of its requests is STOP-LOSS: the requests were sent and
+answered with errors, so the criterion "no failed requests" was measured and missed
+(a phase where every request failed measured nothing and is ERROR instead,
+tests/unit/test_g2_serving.py and serving_run._measured_something)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from g3_site import Site, one_cell_site
+
+# Slower than the demo's x30: at x30 a TTFT is ~50 ms and a busy shared machine's
+# scheduling noise alone moves a repetition's p50 by a third.
+SPEED = "10"
+SERVING = {"layouts": ["TP8"], "tiers": [4], "repetitions": 2, "docs": 8, "max_cv": 0.25}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    with one_cell_site(tmp_path_factory.mktemp("g2serving")) as made:
+        start = dict(made.arm("baseline")["start"])  # type: ignore[call-overload]
+        argv = list(start["command"])
+        argv[argv.index("--speed") + 1] = SPEED
+        made.edit({"arms": {"baseline": {"start": {**start, "command": argv}}},
+                   "gates": {"g2": {"fio": [], "gpu_health": False, "serving": SERVING}}})
+        yield made
+
+
+def serving_check(site: Site, run_id: int) -> dict[str, object]:
+    checks = site.run_json(run_id)["checks"]
+    assert isinstance(checks, list)
+    assert [c["name"] for c in checks] == ["test_serving"]
+    return dict(checks[0])
+
+
+def test_serving_baseline_passes_and_records_prefill(site: Site) -> None:
+    out = site.gate("run", "G2", "--force")
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    check = serving_check(site, 1)
+    assert check["nodeid"].endswith("test_serving[TP8-c4]")  # type: ignore[union-attr]
+    assert check["outcome"] == "PASS" and check["host"] == "gpu1"
+    assert "2 reps: TTFT p50" in str(check["measured"])
+    phases = site.query("SELECT phase, arm, layout, tier, status FROM benchmark "
+                        "WHERE run_id = 1 ORDER BY id")
+    assert phases == [("warm", "baseline", "TP8", 4, "FINISHED")] + [
+        ("serving", "baseline", "TP8", 4, "FINISHED")] * 2
+    requests = site.query("SELECT COUNT(*) FROM request r JOIN benchmark b "
+                          "ON r.benchmark_id = b.id WHERE b.phase = 'serving'")
+    assert requests == [(16,)]
+    (fact,) = site.query("SELECT value FROM host_fact WHERE key = 'serving prefill TP8-c4'")
+    assert json.loads(str(fact[0]))["tokens_per_s"] > 0
+    # the engine it started is gone: nothing recorded is still open
+    assert site.query("SELECT COUNT(*), SUM(stopped_at IS NULL) FROM engine_process "
+                      "WHERE run_id = 1") == [(1, 0)]
+
+
+def test_failing_baseline_is_stop_loss(site: Site) -> None:
+    start = dict(site.arm("baseline")["start"])  # type: ignore[call-overload]
+    start["command"] = [*start["command"], "--error-rate", "0.3"]
+    site.edit({"arms": {"baseline": {"start": start}}})
+    out = site.gate("run", "G2", "--force")
+    assert out.returncode == 1, out.stdout + out.stderr[-2000:]
+    check = serving_check(site, 2)
+    assert check["outcome"] == "STOP-LOSS"
+    assert "TP8-c4 baseline: " in str(check["message"])
+    assert "requests failed (at most 0.0%)" in str(check["message"])
