@@ -162,6 +162,8 @@ class G3Layout(Frozen):
 class G3Section(Section):
     kind: Literal["g3"] = "g3"
     layouts: list[G3Layout] = []
+    rules: list[str] = []  # the decision rule, once, then layouts decided on fewer criteria
+    rules_table: Table | None = None  # per cell: layout, tier, reason, how its CIs were taken
     storage: Table | None = None
     storage_plot: Plot | None = None
     evidence: Table | None = None

@@ -156,19 +156,28 @@ def outcome_word(t: Translator, outcome: str) -> str:
     return t.verdict(outcome if outcome != "SKIPPED" else "SKIPPED")
 
 
+def so_far(run: RunInfo, t: Translator, token: str, word: str) -> tuple[str, str]:
+    """A row of a RUNNING run is not a result: drawn grey ("RUNNING" tone), its word saying
+    "in progress (so far PASS)" so no row of an unfinished run looks like a PASS."""
+    if run.status != "RUNNING" or token in ("RUNNING", "NOT_RUN"):
+        return token, word
+    return "RUNNING", t("progress.so_far", {"verdict": word})
+
+
 def _label(c: Any, gate: str | None) -> str:
     """The check as people name it (`G3 · TP8 · c=16`), not its test function."""
     return check_label(gate, str(c.nodeid or ""), str(c.name or c.nodeid))
 
 
-def checks_table(checks: pd.DataFrame, t: Translator, gate: str | None = None) -> Table:
+def checks_table(checks: pd.DataFrame, t: Translator, run: RunInfo) -> Table:
     cols = [t("col.check"), t("col.host"), t("col.expected"), t("col.measured"),
             t("col.outcome")]
     rows, tones = [], []
     for c in checks.itertuples(index=False):
-        rows.append([_label(c, gate), str(c.host or "—"), str(c.expected or "—"),
-                     str(c.measured or "—"), outcome_word(t, str(c.outcome))])
-        tones.append(str(c.outcome))
+        tone, word = so_far(run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
+        rows.append([_label(c, run.gate), str(c.host or "—"), str(c.expected or "—"),
+                     str(c.measured or "—"), word])
+        tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
 
 
