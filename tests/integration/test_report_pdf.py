@@ -203,6 +203,16 @@ def test_a_running_run_is_stamped_on_every_page_and_aborted_is_said_on_page_one(
     assert "ABORTED" in flat(text(aborted, 1))
 
 
+def test_chinese_events_say_source_and_status_in_chinese(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: "action", "failed", "unreachable" stayed English in the zh report."""
+    store, ids = filled
+    (zh,) = render_run_report(store, ids["aborted"], tmp_path / "ab-zh.pdf", "zh", "pdf")
+    z = squeeze(text(zh))
+    assert squeeze("Ansible serve.yml: start engine gpu1 无法连接") in z
+    assert "unreachable" not in z
+
+
 def test_running_rows_are_grey_not_pass_and_an_empty_sign_off_block_is_one_line(
         filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
     """Issue 16: a RUNNING run's PASS rows say "in progress (so far PASS)" (grey), never a
