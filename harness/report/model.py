@@ -205,7 +205,9 @@ class RunAppendix(Frozen):
     started: str
     finished: str
     config_hash: str
-    config_json: str  # pretty JSON, secrets redacted
+    config_json: str  # pretty JSON, secrets redacted (the evidence pack's model)
+    config: list[tuple[str, str]] = []  # dotted key, value: the appendix's table, no paths
+    config_same_as: int | None = None  # the earlier run shown with the same config (empty)
     args: str
     uid: str = ""
     overrides: str = ""  # `--set` options, "" when none

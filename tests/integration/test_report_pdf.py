@@ -250,3 +250,15 @@ def test_g3_decision_rule_is_said_once_and_n_is_apart_from_reps(
     z = squeeze(text(zh))
     assert z.count(squeeze("判定规则：TTFT p50 降幅区间的下界不低于 25.0 %")) == 1
     assert squeeze("第 1 次查看（共 2 次；3 对；Lan-DeMets O'Brien-Fleming α 消耗函数") in z
+
+
+def test_appendix_config_and_facts_are_tables_said_once(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: config as key / value rows (not pages of JSON), one configuration shown
+    once, engine versions read from the engine cards, in the campaign report."""
+    store, _ = filled
+    pdf, _html = render_campaign_report(store, "acme-2026q1", tmp_path / "camp", "en", "both")
+    appendix = flat(text(pdf)).split("Appendix: evidence", 1)[1]
+    assert '"gates": {' not in appendix and "{ " not in appendix.split("Definitions")[0]
+    assert "gates.g3.thresholds.ttft_p50_drop 0.25" in appendix
+    assert appendix.count("The same configuration as run") >= 1
