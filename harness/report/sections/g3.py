@@ -303,7 +303,7 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         template=G3.template, gate="G3", title=gate_title(t, "G3"), run_id=run.id,
         badge=badge(run, "G3", t), notes=notes, tables=tables, layouts=layouts,
         rules=g3_rules.rule_lines(frames, cells, th, t) if not cells.empty else [],
-        rules_table=g3_rules.rules_table(frames, cells, t) if not cells.empty else None,
+        rules_table=g3_rules.rules_table(cells, t) if not cells.empty else None,
         storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
         storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
         evidence=g3_evidence.evidence_table(frames, ctx))

@@ -21,7 +21,6 @@ from harness.report import fmt
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Table
-from harness.report.sections.base import so_far
 
 
 def _details(cell: Any) -> dict[str, Any]:
@@ -72,9 +71,9 @@ def rule_lines(frames: RunFrames, cells: pd.DataFrame, th: G3Thresholds,
     return lines
 
 
-def rules_table(frames: RunFrames, cells: pd.DataFrame, t: Translator) -> Table:
+def rules_table(cells: pd.DataFrame, t: Translator) -> Table:
     rows = [[str(c.layout), str(c.tier), str(c.reason or "—"), interval_text(c, t)]
             for c in cells.itertuples(index=False)]
+    # no tones: its last column says how, not what was decided (the cells table does)
     return Table(columns=[t("col.layout"), t("col.tier"), t("col.reason"), t("col.intervals")],
-                 rows=rows,
-                 tones=[so_far(frames.run, t, str(v), "")[0] for v in cells["verdict"]])
+                 rows=rows)
