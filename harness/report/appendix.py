@@ -1,12 +1,15 @@
 """The evidence appendix: config snapshots (secrets redacted), versions, host facts, run
-ids, artifacts with sha256, and short metric definitions in both languages."""
+ids, artifacts with sha256, and short metric definitions in both languages.
+
+Config and facts are tables a customer reads (harness.report.readable), without the
+paths of the machine the harness ran on; the raw values stay in the evidence pack."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from harness.report import fmt
+from harness.report import fmt, readable
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Table
@@ -29,12 +32,28 @@ def _is_version_key(key: str) -> bool:
     return "version" in low or low in ("engine", "server", "vllm", "lmcache", "driver")
 
 
+ENGINE_CARD = ("engine", "version", "model", "max_model_len", "tp")
+IDENTITY = "engine identity "
+
+
+def _engine_card(key: str, value: Any) -> bool:
+    """`engine baseline TP8#0`: what G3 read from an arm's engine after it started."""
+    return key.startswith("engine ") and not key.startswith(IDENTITY) and isinstance(value,
+                                                                                      dict)
+
+
 def engine_versions(frames_list: list[RunFrames], t: Translator) -> Table:
     seen: dict[tuple[str, str, str], None] = {}
     for f in frames_list:
         for fact in f.facts.itertuples(index=False):
-            if _is_version_key(str(fact.key)):
-                seen[(str(fact.host), str(fact.key), _text(redact(fact.value), 120))] = None
+            key = str(fact.key)
+            if _engine_card(key, fact.value):
+                for sub in ENGINE_CARD:
+                    if fact.value.get(sub) is not None:
+                        seen[(f"{fact.host} · {key}", sub,
+                              _text(readable.scalar(redact(fact.value[sub])), 120))] = None
+            elif _is_version_key(key):
+                seen[(str(fact.host), key, _text(redact(fact.value), 120))] = None
         for b in f.benchmarks.itertuples(index=False):
             params = b.params if isinstance(b.params, dict) else {}
             for k, v in params.items():
@@ -43,6 +62,22 @@ def engine_versions(frames_list: list[RunFrames], t: Translator) -> Table:
                     seen[(src, str(k), _text(redact(v), 120))] = None
     return Table(columns=[t("col.source"), t("col.key"), t("col.value")],
                  rows=[list(k) for k in seen])
+
+
+def fact_value(key: str, value: Any, t: Translator) -> str:
+    """A host fact for one table cell. An engine's identity (its whole argv and
+    environment, compared between the arms on page 1) is counted here, not listed."""
+    if key.startswith(IDENTITY) and isinstance(value, dict):
+        found = value.get("facts")
+        keys = [str(k) for k in found] if isinstance(found, dict) else []
+        argv = len([k for k in keys if k.startswith("argv:")])
+        env = len([k for k in keys if k.startswith("env:")])
+        return t("appendix.identity", {"pid": value.get("pid", "—"),
+                                       "url": value.get("url", "—"), "argv": argv,
+                                       "env": env, "other": len(keys) - argv - env})
+    if _engine_card(key, value):  # its model card is in the evidence pack
+        value = {k: v for k, v in value.items() if k != "card"}
+    return _text(readable.lines(value), 600)
 
 
 def run_appendix(f: RunFrames) -> RunAppendix:
@@ -54,7 +89,8 @@ def run_appendix(f: RunFrames) -> RunAppendix:
         finished=fmt.when(r.finished_at), config_hash=r.config_hash or "—",
         config_json=json.dumps(redact(r.config_json), indent=2, sort_keys=True,
                                ensure_ascii=False, default=str),
-        args=" ".join(redact_args(r.args)) or "—", uid=r.uid,
+        config=readable.rows(redact(r.config_json)),
+        args=readable.shorten_paths(" ".join(redact_args(r.args))) or "—", uid=r.uid,
         overrides=" ".join(f"--set {o}" for o in redact_overrides(r.overrides)))
 
 
@@ -66,14 +102,21 @@ def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
         for fact in f.facts.itertuples(index=False):
             if len(facts) < MAX_FACTS:
                 facts.append(HostFact(host=str(fact.host), key=str(fact.key),
-                                      value=_text(redact(fact.value)),
+                                      value=fact_value(str(fact.key), redact(fact.value), t),
                                       simulated=bool(fact.simulated)))
         for a in f.artifacts.itertuples(index=False):
-            artifacts.append(Artifact(run_id=f.run.id, path=str(a.path), kind=str(a.kind or "—"),
+            artifacts.append(Artifact(run_id=f.run.id, path=readable.shorten_paths(str(a.path)),
+                                      kind=str(a.kind or "—"),
                                       host=str(a.host or "—"), size=fmt.number(a.size),
                                       sha256=str(a.sha256)))
     definitions = [(t(f"def.{k}.term"), en(f"def.{k}.text"), zh(f"def.{k}.text"))
                    for k in DEFINITIONS]
-    return Appendix(runs=[run_appendix(f) for f in frames_list],
+    runs: list[RunAppendix] = []
+    for f in frames_list:  # a configuration shown once; a later run with the same says so
+        run = run_appendix(f)
+        same = next((r.run_id for r in runs if r.config == run.config and r.config), None)
+        runs.append(run.model_copy(update={"config": [], "config_same_as": same})
+                    if same is not None else run)
+    return Appendix(runs=runs,
                     engine_versions=engine_versions(frames_list, t), host_facts=facts,
                     artifacts=artifacts, definitions=definitions)

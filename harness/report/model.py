@@ -162,6 +162,8 @@ class G3Layout(Frozen):
 class G3Section(Section):
     kind: Literal["g3"] = "g3"
     layouts: list[G3Layout] = []
+    rules: list[str] = []  # the decision rule, once, then layouts decided on fewer criteria
+    rules_table: Table | None = None  # per cell: layout, tier, reason, how its CIs were taken
     storage: Table | None = None
     storage_plot: Plot | None = None
     evidence: Table | None = None
@@ -203,7 +205,9 @@ class RunAppendix(Frozen):
     started: str
     finished: str
     config_hash: str
-    config_json: str  # pretty JSON, secrets redacted
+    config_json: str  # pretty JSON, secrets redacted (the evidence pack's model)
+    config: list[tuple[str, str]] = []  # dotted key, value: the appendix's table, no paths
+    config_same_as: int | None = None  # the earlier run shown with the same config (empty)
     args: str
     uid: str = ""
     overrides: str = ""  # `--set` options, "" when none

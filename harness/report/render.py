@@ -35,7 +35,8 @@ def environment() -> jinja2.Environment:
 
 
 def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
-                  sample: int = 200, budget: float = 118.0) -> list[float]:
+                  sample: int = 200, budget: float = 118.0,
+                  whole_lines: bool = False) -> list[float]:
     """Percent widths for a table laid out with `table-layout: fixed`, from its text.
 
     Why: WeasyPrint's automatic table layout measures every cell's narrowest width by
@@ -44,6 +45,8 @@ def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
     the rest of the page (`budget`, about 118 characters of a data table) goes to the
     columns in proportion to how much wider their widest line is. Bold headers count
     10 % wider, CJK characters double (each its own break), every cell 2 for padding.
+    With `whole_lines` (cells drawn `white-space: pre`, the G3 table) a line never breaks,
+    so its whole width is the minimum: counted as words, "256 / 256" ran into "Reps".
     """
     mins: list[float] = []
     maxs: list[float] = []
@@ -54,7 +57,8 @@ def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
             if j < len(row):
                 for line in str(row[j]).splitlines() or [""]:
                     wide = max(wide, _display_len(line))
-                    narrow = max(narrow, _longest_word(line))
+                    narrow = max(narrow, _longest_word(line),
+                                 _display_len(line) if whole_lines else 0)
         low = min(max(narrow, 3.0), 40.0) + 2  # a longer word may break anywhere
         mins.append(low)
         maxs.append(max(min(max(wide, 3.0), 60.0) + 2, low))

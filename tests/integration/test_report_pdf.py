@@ -201,3 +201,64 @@ def test_a_running_run_is_stamped_on_every_page_and_aborted_is_said_on_page_one(
     assert "进行中：并非结果" in text(zh, 1)
     (aborted,) = render_run_report(store, ids["aborted"], tmp_path / "ab.pdf", "en", "pdf")
     assert "ABORTED" in flat(text(aborted, 1))
+
+
+def test_chinese_events_say_source_and_status_in_chinese(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: "action", "failed", "unreachable" stayed English in the zh report."""
+    store, ids = filled
+    (zh,) = render_run_report(store, ids["aborted"], tmp_path / "ab-zh.pdf", "zh", "pdf")
+    z = squeeze(text(zh))
+    assert squeeze("Ansible serve.yml: start engine gpu1 无法连接") in z
+    assert "unreachable" not in z
+
+
+def test_running_rows_are_grey_not_pass_and_an_empty_sign_off_block_is_one_line(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: a RUNNING run's PASS rows say "in progress (so far PASS)" (grey), never a
+    bare PASS; with no sign-off, page 1 says so in its facts table instead of a block
+    that spilled onto a page of its own."""
+    store, ids = filled
+    (pdf,) = render_run_report(store, ids["running"], tmp_path / "run.pdf", "en", "pdf")
+    whole = flat(text(pdf))
+    assert "in progress (so far PASS)" in whole
+    html = (tmp_path / "run.html")
+    render_run_report(store, ids["running"], html, "en", "html")
+    rows = re.findall(r'<tr class="tone-([a-z]+)">', html.read_text())
+    assert rows and "pass" not in rows and "running" in rows
+    p1 = flat(text(pdf, 1))
+    assert "Sign-offs No sign-offs recorded." in p1
+    (zh,) = render_run_report(store, ids["running"], tmp_path / "run-zh.pdf", "zh", "pdf")
+    assert squeeze("进行中（目前为 通过 (PASS)）") in squeeze(text(zh))
+
+
+def test_g3_decision_rule_is_said_once_and_n_is_apart_from_reps(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """The rule paragraph once per run (it was repeated per cell), per cell only its
+    layout, reason and look; n (base / acc) in a column of its own; both languages."""
+    store, ids = filled
+    (pdf,) = render_run_report(store, ids["sim_G3"], tmp_path / "g3.pdf", "en", "pdf")
+    whole = flat(text(pdf))
+    assert whole.count("Decision rule: PASS when the lower bound") == 1
+    assert "PASS iff" not in whole and "alpha spent over 3 looks" not in whole
+    assert "at look 1 of 2 (3 pairs; Lan- DeMets O'Brien-Fleming" in whole.replace(
+        "Lan-DeMets", "Lan- DeMets")
+    n = writer.cells(store, ids["sim_G3"])[0].n_baseline
+    # n on two lines ("48 /" over "48"), then Reps, then the verdict: three cells apart
+    assert re.search(rf"\b{n} / 3 PASS\b", whole)
+    (zh,) = render_run_report(store, ids["sim_G3"], tmp_path / "g3-zh.pdf", "zh", "pdf")
+    z = squeeze(text(zh))
+    assert z.count(squeeze("判定规则：TTFT p50 降幅区间的下界不低于 25.0 %")) == 1
+    assert squeeze("第 1 次查看（共 2 次；3 对；Lan-DeMets O'Brien-Fleming α 消耗函数") in z
+
+
+def test_appendix_config_and_facts_are_tables_said_once(
+        filled: tuple[Store, dict[str, int]], tmp_path: Path) -> None:
+    """Issue 16: config as key / value rows (not pages of JSON), one configuration shown
+    once, engine versions read from the engine cards, in the campaign report."""
+    store, _ = filled
+    pdf, _html = render_campaign_report(store, "acme-2026q1", tmp_path / "camp", "en", "both")
+    appendix = flat(text(pdf)).split("Appendix: evidence", 1)[1]
+    assert '"gates": {' not in appendix and "{ " not in appendix.split("Definitions")[0]
+    assert "gates.g3.thresholds.ttft_p50_drop 0.25" in appendix
+    assert appendix.count("The same configuration as run") >= 1

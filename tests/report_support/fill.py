@@ -221,7 +221,9 @@ def _cell(store: Store, run_id: int, plan: CellPlan, reps: int,
         "thr_accelerated": round(thr_b * (1 + plan.gain), 2), "gain": round(plan.gain, 4),
         "gain_lo": round(plan.gain - 0.03, 4), "gain_hi": round(plan.gain + 0.03, 4),
         "confidence": 0.95, "rule": "CI wholly above threshold (alpha spent over 3 looks)",
-        "details": {"bootstrap": 2000, "seed": 20261202},
+        # as harness.stats.decision stores them: the look plan and this cell's look
+        "details": {"bootstrap": 2000, "seed": 20261202, "spending": "obrien-fleming",
+                    "looks": sorted({reps, 8}), "look_index": 0},
     }
     writer.upsert_cell(store, run_id, values)
     return values

@@ -174,6 +174,23 @@ def test_column_widths_follow_content_like_automatic_layout() -> None:
     assert long_zh[1] > 60  # CJK text wraps anywhere but still wants the room
 
 
+def test_column_widths_keep_unbroken_lines_whole() -> None:
+    """The G3 cells table draws its cells `white-space: pre`: a line is its own minimum
+    width there, so "[64.2, 78.0] %" cannot run into the column beside it."""
+    from harness.report.render import column_widths
+
+    columns = ["Concurrency", "TTFT p50 baseline", "TTFT p50 accelerated",
+               "TTFT p50 drop (95 % CI)", "Throughput baseline", "Throughput accelerated",
+               "Throughput gain (95 % CI)", "n (base / acc)", "Reps", "Verdict"]
+    row = ["16", "0.163 s", "0.046 s", "72.0 %\n[64.2, 78.0] %", "4,433.7 tok/s",
+           "5,933.6 tok/s", "33.8 %\n[29.8, 38.0] %", "1,024 /\n1,024", "4", "INCONCLUSIVE"]
+    budget = 136.0  # its 7 pt font and padding (report.css table.cells)
+    whole = [w * budget / 100
+             for w in column_widths(columns, [row], budget=budget, whole_lines=True)]
+    assert whole[7] >= len("1,024 /") + 2 - 0.01
+    assert whole[3] >= len("[64.2, 78.0] %") + 2 - 0.01
+
+
 def test_every_decision_setting_is_explained_in_both_languages() -> None:
     """A setting added to harness.config.decision without catalog entries fails here; the
     report's English is the harness's own."""

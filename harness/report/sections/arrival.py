@@ -11,10 +11,16 @@ import json
 
 import pandas as pd
 
-from harness.report.frames import RunFrames
+from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
 from harness.report.model import Table
-from harness.report.sections.base import Context, Contribution, SectionBuilder, outcome_word
+from harness.report.sections.base import (
+    Context,
+    Contribution,
+    SectionBuilder,
+    outcome_word,
+    so_far,
+)
 from harness.report.sections.generic import GENERIC
 
 
@@ -26,7 +32,8 @@ def _split(nodeid: str, host: str | None) -> tuple[str, str] | None:
     return host, param[len(host) + 1:]
 
 
-def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...]) -> Table | None:
+def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...],
+           run: RunInfo) -> Table | None:
     """Hosts as rows, items (or fio target-job) as columns, the outcome in each cell."""
     cells: dict[str, dict[str, str]] = {}
     columns: list[str] = []
@@ -47,9 +54,10 @@ def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...]) -> Table
         outcomes = set(cells[host].values())
         worst = next((o for o in ("STOP-LOSS", "ERROR", "INCONCLUSIVE") if o in outcomes),
                      "PASS")
+        tone, word = so_far(run, t, worst, outcome_word(t, worst))
         rows.append([host] + [outcome_word(t, cells[host][i]) if i in cells[host] else "—"
-                              for i in columns] + [outcome_word(t, worst)])
-        tones.append(worst)  # the row's tone colours its last cell: the host's outcome
+                              for i in columns] + [word])
+        tones.append(tone)  # the row's tone colours its last cell: the host's outcome
     return Table(columns=[t("col.host"), *columns, t("col.outcome")], rows=rows, tones=tones)
 
 
@@ -80,10 +88,10 @@ def build_g1(frames: RunFrames, ctx: Context) -> Contribution:
     base = GENERIC.build(frames, ctx)
     t = ctx.t
     extra = []
-    items = matrix(frames.checks, t, ("test_item",))
+    items = matrix(frames.checks, t, ("test_item",), frames.run)
     if items is not None:
         extra.append((t("arrival.h_items"), items))
-    health = matrix(frames.checks, t, ("test_health",))
+    health = matrix(frames.checks, t, ("test_health",), frames.run)
     if health is not None:
         extra.append((t("arrival.h_health"), health))
     serials = facts_table(frames.facts, t, ("serial change", "gpu serials", "nvme serials",
@@ -100,13 +108,16 @@ def build_g2(frames: RunFrames, ctx: Context) -> Contribution:
     fio = frames.checks[frames.checks["name"] == "test_fio"]
     extra = []
     if not fio.empty:
-        rows = [[str(c.host or "—"), str(c.nodeid).rsplit("[", 1)[-1].rstrip("]")
-                 .removeprefix(f"{c.host}-"), str(c.measured or "—"), str(c.expected or "—"),
-                 outcome_word(t, str(c.outcome))] for c in fio.itertuples(index=False)]
+        rows, tones = [], []
+        for c in fio.itertuples(index=False):
+            tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
+            rows.append([str(c.host or "—"), str(c.nodeid).rsplit("[", 1)[-1].rstrip("]")
+                         .removeprefix(f"{c.host}-"), str(c.measured or "—"),
+                         str(c.expected or "—"), word])
+            tones.append(tone)
         extra.append((t("arrival.h_fio"), Table(
             columns=[t("col.host"), t("arrival.col_job"), t("col.measured"),
-                     t("col.expected"), t("col.outcome")],
-            rows=rows, tones=[str(o) for o in fio["outcome"]])))
+                     t("col.expected"), t("col.outcome")], rows=rows, tones=tones)))
     serving = _serving_table(frames, t)
     if serving is not None:
         extra.append((t("arrival.h_serving"), serving))
@@ -118,11 +129,14 @@ def _serving_table(frames: RunFrames, t: Translator) -> Table | None:
     checks = frames.checks[frames.checks["name"] == "test_serving"]
     if checks.empty:
         return None
-    rows = [[str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), str(c.measured or "—"),
-             str(c.expected or "—"), outcome_word(t, str(c.outcome))]
-            for c in checks.itertuples(index=False)]
+    rows, tones = [], []
+    for c in checks.itertuples(index=False):  # a run in progress: grey, "so far"
+        tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
+        rows.append([str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), str(c.measured or "—"),
+                     str(c.expected or "—"), word])
+        tones.append(tone)
     return Table(columns=[t("arrival.col_cell"), t("col.measured"), t("col.expected"),
-                          t("col.outcome")], rows=rows, tones=[str(o) for o in checks["outcome"]])
+                          t("col.outcome")], rows=rows, tones=tones)
 
 
 G1_SECTION = SectionBuilder(build=build_g1, metrics=GENERIC.metrics,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.labels import check_label
 from harness.registry import GATE_IDS
-from harness.report import fmt
+from harness.report import checkwords, fmt
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
@@ -156,19 +156,30 @@ def outcome_word(t: Translator, outcome: str) -> str:
     return t.verdict(outcome if outcome != "SKIPPED" else "SKIPPED")
 
 
-def _label(c: Any, gate: str | None) -> str:
+def so_far(run: RunInfo, t: Translator, token: str, word: str) -> tuple[str, str]:
+    """A row of a RUNNING run is not a result: drawn grey ("RUNNING" tone), its word saying
+    "in progress (so far PASS)" so no row of an unfinished run looks like a PASS."""
+    if run.status != "RUNNING" or token in ("RUNNING", "NOT_RUN"):
+        return token, word
+    return "RUNNING", t("progress.so_far", {"verdict": word})
+
+
+def _label(c: Any, gate: str | None, t: Translator) -> str:
     """The check as people name it (`G3 · TP8 · c=16`), not its test function."""
-    return check_label(gate, str(c.nodeid or ""), str(c.name or c.nodeid))
+    return check_label(gate, str(c.nodeid or ""),
+                       checkwords.name(t, str(c.name or c.nodeid)))
 
 
-def checks_table(checks: pd.DataFrame, t: Translator, gate: str | None = None) -> Table:
+def checks_table(checks: pd.DataFrame, t: Translator, run: RunInfo) -> Table:
     cols = [t("col.check"), t("col.host"), t("col.expected"), t("col.measured"),
             t("col.outcome")]
     rows, tones = [], []
     for c in checks.itertuples(index=False):
-        rows.append([_label(c, gate), str(c.host or "—"), str(c.expected or "—"),
-                     str(c.measured or "—"), outcome_word(t, str(c.outcome))])
-        tones.append(str(c.outcome))
+        tone, word = so_far(run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
+        rows.append([_label(c, run.gate, t), str(c.host or "—"),
+                     checkwords.expected(t, str(c.name or ""), str(c.expected or "—")),
+                     checkwords.measured(t, str(c.measured or "—")), word])
+        tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
 
 
@@ -177,7 +188,7 @@ def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30,
     bad = checks[~checks["outcome"].isin(["PASS", "SKIPPED"])]
     if bad.empty:
         return None
-    rows = [[_label(c, gate), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
+    rows = [[_label(c, gate, t), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
             for c in bad.head(limit).itertuples(index=False)]
     return Table(columns=[t("col.check"), t("col.host"), t("col.message")], rows=rows,
                  tones=[str(o) for o in bad.head(limit)["outcome"]])
@@ -186,10 +197,17 @@ def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30,
 def events_table(events: pd.DataFrame, t: Translator, limit: int = 20) -> Table | None:
     if events.empty:
         return None
-    rows = [[str(e.source), str(e.name), str(e.host or "—"), str(e.status),
-             _clip(str(e.message or ""), 300)] for e in events.head(limit).itertuples(index=False)]
+    rows = [[_word(t, "event.source", str(e.source)), str(e.name), str(e.host or "—"),
+             _word(t, "event.status", str(e.status)), _clip(str(e.message or ""), 300)]
+            for e in events.head(limit).itertuples(index=False)]
     return Table(columns=[t("col.source"), t("col.step"), t("col.host"), t("col.status"),
                           t("col.message")], rows=rows, tones=["ERROR"] * len(rows))
+
+
+def _word(t: Translator, group: str, value: str) -> str:
+    """An event's source / status (action, failed) in the report's language."""
+    key = f"{group}.{value}"
+    return t(key) if key in t.messages else value
 
 
 def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator,
@@ -198,13 +216,14 @@ def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator,
     gate = run.gate or "?"
     out = []
     for c in checks[checks["outcome"] == "STOP-LOSS"].head(limit).itertuples(index=False):
-        values = {"check": c.name or c.nodeid, "host": c.host, "expected": c.expected or "—",
-                  "measured": c.measured or "—"}
+        values = {"check": _label(c, run.gate, t), "host": c.host,
+                  "expected": checkwords.expected(t, str(c.name or ""), str(c.expected or "—")),
+                  "measured": checkwords.measured(t, str(c.measured or "—"))}
         key = "finding.check" if c.host else "finding.check_nohost"
         out.append(Finding(gate=gate, token="STOP-LOSS", text=t(key, values)))
     if not out:
         for c in checks[checks["outcome"] == "ERROR"].head(3).itertuples(index=False):
-            values = {"check": c.name or c.nodeid, "host": c.host,
+            values = {"check": _label(c, run.gate, t), "host": c.host,
                       "message": _clip(str(c.message or "—"), 200)}
             key = "finding.check_error" if c.host else "finding.check_error_nohost"
             out.append(Finding(gate=gate, token="ERROR", text=t(key, values)))

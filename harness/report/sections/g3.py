@@ -18,7 +18,7 @@ from harness.report import fmt, plots
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
-from harness.report.sections import g3_evidence, g3_page1
+from harness.report.sections import g3_evidence, g3_page1, g3_rules
 from harness.report.sections.base import (
     Context,
     Contribution,
@@ -31,6 +31,7 @@ from harness.report.sections.base import (
     failed_checks_table,
     gate_title,
     run_notes,
+    so_far,
 )
 from harness.report.sections.generic import checks_criterion
 from harness.verdict import SIGNOFF_REASON
@@ -95,7 +96,7 @@ def _signed_above_band(frames: RunFrames, cell: Any) -> bool:
 def _cell_word(frames: RunFrames, cell: Any, t: Translator) -> tuple[str, str]:
     if str(cell.verdict) == "INCONCLUSIVE" and _signed_above_band(frames, cell):
         return "PASS", t("verdict.PASS_SIGNED")
-    return str(cell.verdict), t.verdict(str(cell.verdict))
+    return so_far(frames.run, t, str(cell.verdict), t.verdict(str(cell.verdict)))
 
 
 def cells_table(frames: RunFrames, cells: pd.DataFrame, ctx: Context) -> Table:
@@ -114,16 +115,11 @@ def cells_table(frames: RunFrames, cells: pd.DataFrame, ctx: Context) -> Table:
                      fmt.rate(_f(c.thr_baseline)), fmt.rate(_f(c.thr_accelerated)),
                      fmt.pct(_f(c.gain)) + "\n" + fmt.interval_pct_short(_f(c.gain_lo),
                                                                   _f(c.gain_hi)),
-                     f"{c.n_baseline} / {c.n_accelerated}", str(c.repetitions), word])
+                     # two lines like the intervals: one "1,024 / 1,024" line squeezed
+                     # the columns beside it
+                     f"{c.n_baseline} /\n{c.n_accelerated}", str(c.repetitions), word])
         tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
-
-
-def rules_table(cells: pd.DataFrame, t: Translator) -> Table:
-    rows = [[str(c.tier), str(c.reason or "—"), str(c.rule or "—")]
-            for c in cells.itertuples(index=False)]
-    return Table(columns=[t("col.tier"), t("col.reason"), t("col.rule")], rows=rows,
-                 tones=[str(v) for v in cells["verdict"]])
 
 
 def measured_ttft(frames: RunFrames) -> pd.DataFrame:
@@ -222,11 +218,12 @@ def criteria(frames: RunFrames, t: Translator, th: G3Thresholds) -> list[Criteri
             gain_word = t("verdict.PASS_SIGNED")
             gain = "PASS"
         else:
-            gain_word = t.verdict(gain)
+            gain, gain_word = so_far(frames.run, t, gain, t.verdict(gain))
+        drop, drop_word = so_far(frames.run, t, drop, t.verdict(drop))
         out.append(Criterion(gate="G3", criterion=t("crit.drop", {"where": where}),
                              threshold="≥ " + fmt.pct(th.ttft_p50_drop), estimate=fmt.pct(
                                  _f(c.drop)), ci=fmt.interval_pct(_f(c.drop_lo), _f(c.drop_hi)),
-                             n=n, token=drop, result=t.verdict(drop)))
+                             n=n, token=drop, result=drop_word))
         out.append(Criterion(gate="G3", criterion=t("crit.gain", {"where": where}),
                              threshold=t("crit.gain_threshold", {
                                  "min": fmt.pct(th.throughput_gain),
@@ -280,7 +277,7 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
     preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(
         "::test_cell[", regex=False)] if not frames.checks.empty else frames.checks
     if not preflight.empty:
-        tables.append((t("h.preflight"), checks_table(preflight, t, run.gate)))
+        tables.append((t("h.preflight"), checks_table(preflight, t, run)))
     if not frames.checks.empty:
         failed = failed_checks_table(frames.checks, t, gate=run.gate)
         if failed is not None:
@@ -300,13 +297,13 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         table = cells_table(frames, mine, ctx) if not mine.empty else Table(columns=[], rows=[])
         layouts.append(G3Layout(layout=str(layout), cells=table,
                                 plots=layout_plots(frames, str(layout), mine, req, ctx, th)))
-    if not cells.empty:
-        tables.append((t("h.rules"), rules_table(cells, t)))
     rates = g3_evidence.storage_rates(frames)
     crit = criteria(frames, t, th)
     section = G3Section(
         template=G3.template, gate="G3", title=gate_title(t, "G3"), run_id=run.id,
         badge=badge(run, "G3", t), notes=notes, tables=tables, layouts=layouts,
+        rules=g3_rules.rule_lines(frames, cells, th, t) if not cells.empty else [],
+        rules_table=g3_rules.rules_table(cells, t) if not cells.empty else None,
         storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
         storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
         evidence=g3_evidence.evidence_table(frames, ctx))

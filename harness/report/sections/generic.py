@@ -30,6 +30,7 @@ from harness.report.sections.base import (
     is_gate,
     kind_title,
     run_notes,
+    so_far,
 )
 from harness.verdict import Verdict, combine
 
@@ -115,7 +116,7 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         if is_gate(run):
             notes.append(t("note.no_checks"))
     else:
-        tables.append((t("h.checks"), checks_table(checks, t, run.gate)))
+        tables.append((t("h.checks"), checks_table(checks, t, run)))
         failed = failed_checks_table(checks, t, gate=run.gate)
         if failed is not None:
             tables.append((t("h.failed_checks"), failed))
@@ -146,11 +147,12 @@ def checks_criterion(frames: RunFrames, t: Translator, *, own: bool = False) -> 
     token = run.effective
     if own:
         token = combine(Verdict(o) for o in counted["outcome"] if o in _VERDICTS)[0].value
+    token, word = so_far(run, t, token, t.verdict(token))
     return Criterion(
         gate=run.gate or run.kind, criterion=t("crit.all_checks", {"gate": run.gate or run.kind}),
         threshold=t("crit.all_checks_threshold"),
         estimate=t("crit.passed_of", {"n": passed, "m": len(counted)}), ci="—",
-        n=str(len(counted)), token=token, result=t.verdict(token))
+        n=str(len(counted)), token=token, result=word)
 
 
 def metrics(frames: RunFrames, t: Translator) -> list[TrendMetric]:
