@@ -367,9 +367,10 @@ def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvid
         lmcache_requested_tokens=d(LMCACHE_REQUESTED, LMCACHE_COPIES),
         lmcache_hit_tokens=d(LMCACHE_HIT, LMCACHE_COPIES),
         exposes_external=exposes_tier(after) or exposes_tier(before),
-        counter_reset=reset, source=after.source or before.source,
         store_lookups=d(MOONCAKE_LOOKUPS), store_found=d(MOONCAKE_FOUND),
         store_hit_bytes=_sum_deltas(before, after, MOONCAKE_HIT_BYTES),
+        # after every d(): a store that restarted mid-phase counts as a reset too
+        counter_reset=reset, source=after.source or before.source,
     )
 
 

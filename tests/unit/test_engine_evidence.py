@@ -154,7 +154,8 @@ def test_mooncake_master_counters_prove_the_store_served_the_phase() -> None:
     ev = cache_evidence(before, after)
     assert (ev.store_lookups, ev.store_found, ev.store_hit_bytes) == (1000, 800, 2_500_000)
     assert ev.external_hit_share == 0.8  # no token counter: found / looked up
-    assert ev.prompt_tokens is None
+    assert ev.prompt_tokens is None and not ev.counter_reset
+    assert cache_evidence(after, before).counter_reset  # a master restarted mid-phase
 
 
 def test_mooncake_counters_join_the_engines_in_a_cells_evidence() -> None:
