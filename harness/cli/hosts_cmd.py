@@ -26,17 +26,24 @@ from harness.errors import EXIT_ERROR
 
 if TYPE_CHECKING:
     from harness.config.inventory import Inventory
+    from harness.config.models import SiteConfig
 
 from harness.secrets import SUDO_ENV
 
 
 def _site(config_path: str, inventory_path: str | None) -> tuple[Inventory, Path]:
+    inventory, known_hosts, _ = _site_config(config_path, inventory_path)
+    return inventory, known_hosts
+
+
+def _site_config(config_path: str, inventory_path: str | None
+                 ) -> tuple[Inventory, Path, SiteConfig]:
     from harness.cli.context import open_config
     from harness.config.inventory import load_inventory
 
     loaded = open_config(config_path)
     inventory = load_inventory(inventory_path or loaded.inventory_path)
-    return inventory, loaded.known_hosts_path
+    return inventory, loaded.known_hosts_path, loaded.config
 
 
 @click.group("hosts")
@@ -53,16 +60,21 @@ def hosts() -> None:
 @click.option("-K", "--ask-sudo-pass", is_flag=True,
               help=f"Prompt for the sudo password (else ${SUDO_ENV}, if set).")
 @click.option("--timeout", default=10.0, show_default=True, help="Connect timeout, seconds.")
+@click.option("--engines", is_flag=True,
+              help="Also probe the arms' endpoints whose engines are up, as `gate probe` "
+                   "does: which engine, and what G3 could prove there (informational: "
+                   "G3 starts the engines itself).")
 @click.pass_obj
 def check(obj: dict[str, object] | None, config_path: str, inventory_path: str | None,
-          as_json: bool, names: tuple[str, ...], ask_sudo_pass: bool, timeout: float) -> None:
+          as_json: bool, names: tuple[str, ...], ask_sudo_pass: bool, timeout: float,
+          engines: bool) -> None:
     """Per host: reachable, user, auth method, host key, sudo, python, round-trip time.
 
     Exit 0 when every host is fine, 3 otherwise; each problem says what to do next.
     """
     from harness.transport import hosts_check
 
-    inventory, known_hosts = _site(config_path, inventory_path)
+    inventory, known_hosts, cfg = _site_config(config_path, inventory_path)
     for name in names:
         inventory.host(name)  # an unknown name is a usage error, before connecting
     given = (obj or {}).get("sudo_password")
@@ -71,11 +83,21 @@ def check(obj: dict[str, object] | None, config_path: str, inventory_path: str |
     statuses = hosts_check(inventory, known_hosts, names=list(names) or None,
                            sudo_password=password, connect_timeout=timeout)
     all_ok = all(s.ok for s in statuses)
+    probed = []
+    if engines:
+        from harness.cli.hosts_engines import check_engines
+
+        click.echo("gate: probing the arms' endpoints", err=True)
+        probed = check_engines(cfg, inventory, timeout)
     if as_json:
         emit_json({"ok": all_ok, "known_hosts": str(known_hosts), "inventory":
-                   str(inventory.path), "hosts": [s.to_dict() for s in statuses]})
+                   str(inventory.path), "hosts": [s.to_dict() for s in statuses],
+                   **({"engines": [e.to_dict() for e in probed]} if engines else {})})
     else:
         _table(statuses, known_hosts)
+        if engines:
+            click.echo("engines (the arms' endpoints):")
+            click.echo("\n".join(f"  {e.line()}" for e in probed) or "  no arms configured")
     if not all_ok:
         sys.exit(EXIT_ERROR)  # SystemExit: `python -m harness` drops a return value
 

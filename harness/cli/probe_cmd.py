@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.bench_cmd import ENGINE_CHOICES
 from harness.cli.common import config_option, emit_json, json_option
+
+if TYPE_CHECKING:
+    from harness.loadgen.capabilities import Assessment
 
 PROBE_EPILOG = """Sends a handful of small requests: GET /v1/models, /version, /info, /api/version,
 /metrics and the engine's health route; one tokenize call; one one-token streamed
@@ -35,29 +39,13 @@ def probe(urls: tuple[str, ...], model: str | None, engine: str | None, timeout:
           config_path: str, as_json: bool) -> None:
     """Which engine answers at each URL (and why we think so), which endpoints answer,
     what evidence its /metrics can give, and what G3 will be able to prove there."""
-    import asyncio
-
     from harness.errors import EXIT_INCONCLUSIVE
-    from harness.loadgen.capabilities import assess
-    from harness.loadgen.engines import PROFILES
-    from harness.loadgen.probe import probe as probe_server
-    from harness.loadgen.probe import require_model
-    from harness.loadgen.route_checks import check_routes
 
     configured, allow_storage = _site_settings(config_path)
     results = []
     for url in urls:
         click.echo(f"gate: probing {url}", err=True)
-        info = asyncio.run(probe_server(url, timeout, engine or configured))
-        chosen = model or info.models[0]
-        require_model(info, chosen)
-        routes = asyncio.run(check_routes(info, chosen, timeout))
-        detection = info.engine
-        results.append(assess(
-            url=info.url, profile=detection.profile if detection else PROFILES["generic"],
-            version=info.version, why=detection.why if detection else [],
-            models=info.models, max_model_len=info.max_model_len, routes=routes,
-            metric_names=info.metric_names, allow_storage_evidence=allow_storage))
+        results.append(assess_url(url, model, engine or configured, timeout, allow_storage))
     if as_json:
         emit_json([a.to_dict() for a in results])
     else:
@@ -65,6 +53,31 @@ def probe(urls: tuple[str, ...], model: str | None, engine: str | None, timeout:
             click.echo("\n".join(a.lines()))
     if not all(a.g3_can_decide for a in results):
         sys.exit(EXIT_INCONCLUSIVE)
+
+
+def assess_url(url: str, model: str | None, engine: str | None, timeout: float,
+               allow_storage: bool) -> Assessment:
+    """One server probed and assessed (`gate probe`, `gate hosts check --engines`).
+    EndpointError when it does not answer as an OpenAI server, UsageError when it does
+    not serve `model`."""
+    import asyncio
+
+    from harness.loadgen.capabilities import assess
+    from harness.loadgen.engines import PROFILES
+    from harness.loadgen.probe import probe as probe_server
+    from harness.loadgen.probe import require_model
+    from harness.loadgen.route_checks import check_routes
+
+    info = asyncio.run(probe_server(url, timeout, engine))
+    chosen = model or info.models[0]
+    require_model(info, chosen)
+    routes = asyncio.run(check_routes(info, chosen, timeout))
+    detection = info.engine
+    return assess(
+        url=info.url, profile=detection.profile if detection else PROFILES["generic"],
+        version=info.version, why=detection.why if detection else [],
+        models=info.models, max_model_len=info.max_model_len, routes=routes,
+        metric_names=info.metric_names, allow_storage_evidence=allow_storage)
 
 
 def _site_settings(config_path: str) -> tuple[str | None, bool]:

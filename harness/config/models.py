@@ -332,6 +332,11 @@ class Evidence(Frozen):
     # hosts may stand in for it only when this is set; otherwise such a cell is
     # INCONCLUSIVE. A weaker setting: the result needs a sign-off.
     allow_storage_evidence: bool = False
+    # Base URLs of KV-store services whose own /metrics count reads (Mooncake Store's
+    # master: its admin port, default 9003), scraped around each measured phase with the
+    # arm's engines: the accelerated arm's phase must find objects there, the
+    # baseline's must not (docs/engines.md).
+    store_metrics: list[str] = Field(default_factory=list)
 
 
 class Estimate(Frozen):

@@ -152,6 +152,9 @@ COMMENTS: dict[str, str] = {
     "gates.g3.evidence.devices": "disks to sample; empty: every whole disk",
     "gates.g3.evidence.allow_storage_evidence": "an engine with no tier counter may rest on "
         "storage read bandwidth (weaker: a PASS needs a sign-off)",
+    "gates.g3.evidence.store_metrics": "base URLs of KV stores' own /metrics (Mooncake "
+                                       "master, port 9003): they must serve the "
+                                       "accelerated arm only",
     "gates.g3.estimate": "rough durations for `gate run G3 --dry-run`; set from experience",
     "gates.g3.estimate.start_s": "seconds to start an arm's engines",
     "gates.g3.estimate.restart_s": "seconds to cold-restart them",

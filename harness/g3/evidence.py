@@ -103,12 +103,15 @@ def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[Metrics
                     ) -> JSONDict:
     """Cache evidence per instance, summed over the layout's instances, with the share
     computed by CacheEvidence's own precedence (prompt tokens by source, else vLLM's
-    external hits, else LMCache hit / requested, which is the same on every TP worker)."""
+    external hits, else LMCache hit / requested, which is the same on every TP worker,
+    else a KV store's found / looked-up objects). `befores`/`afters` may include a KV
+    store's scrapes (gates.g3.evidence.store_metrics) after the engines'."""
     from dataclasses import replace
 
     per = [diff(b, a) for b, a in zip(befores, afters, strict=True)]
     fields = ("prompt_tokens", "prefix_queries", "prefix_hits", "external_queries",
-              "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens")
+              "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens",
+              "store_lookups", "store_found", "store_hit_bytes")
 
     def total(name: str) -> float | None:
         vals = [float(v) for e in per if (v := getattr(e, name)) is not None]
@@ -128,7 +131,10 @@ def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[Metrics
                        external_queries=totals["external_queries"],
                        external_hits=totals["external_hits"],
                        lmcache_requested_tokens=totals["lmcache_requested_tokens"],
-                       lmcache_hit_tokens=totals["lmcache_hit_tokens"])
+                       lmcache_hit_tokens=totals["lmcache_hit_tokens"],
+                       store_lookups=totals["store_lookups"],
+                       store_found=totals["store_found"],
+                       store_hit_bytes=totals["store_hit_bytes"])
     out: JSONDict = dict(totals)
     out["by_source"] = dict(by_source)
     out["exposes_external"] = combined.exposes_external

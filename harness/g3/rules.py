@@ -154,6 +154,11 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
     if contamination > 0:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: {contamination:.0f} external hit tokens")
+    found = _number(base, "store_found")
+    if found > 0:  # the KV store served the baseline's phase (Mooncake master counters)
+        kind = ProblemKind.CONTAMINATED
+        return Problem(kind, f"{kind}: the KV store found {found:.0f} objects for the "
+                             "baseline's measured phase")
     return None
 
 

@@ -147,7 +147,10 @@ class G3Session:
                     self.gate.mark_simulated()
                 if arm == "accelerated":
                     snaps = scrape_all([ep.url for ep in eps], scrape)
-                    exposes = all(exposes_external(s) for s in snaps)
+                    stores = self.config.gates.g3.evidence.store_metrics
+                    # the engines' counters, or a KV store's own (Mooncake master)
+                    exposes = all(exposes_external(s) for s in snaps) or (bool(stores) and all(
+                        exposes_external(s) for s in scrape_all(stores, scrape)))
             finally:
                 self.stop(arm, layout)
         result = Preflight(layout.name, cards, compare_cards(self.config, layout, cards),
@@ -237,6 +240,7 @@ class G3Session:
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
             before = scrape_all(urls, scrape)
+            stores = scrape_all(cfg.gates.g3.evidence.store_metrics, scrape)
             bench = begin("measured")
             ev = cfg.gates.g3.evidence
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
@@ -256,7 +260,9 @@ class G3Session:
             _still_healthy(eps, bench, m, health_path(cfg))
             _some_succeeded(m.records, "measured", arm, cfg)
             after = scrape_all(urls, scrape)
-            evidence = summed_evidence(before, after, cache_evidence)
+            evidence = summed_evidence(
+                before + stores, after + scrape_all(cfg.gates.g3.evidence.store_metrics,
+                                                    scrape), cache_evidence)
             evidence["cold_restart"] = all_restarted(warmed, before)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]

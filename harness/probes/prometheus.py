@@ -29,10 +29,19 @@ EXTERNAL_QUERIES = ("vllm:external_prefix_cache_queries",)
 # storage tier into host memory (sglang/srt/metrics/collector.py StorageMetricsCollector).
 SGLANG_PREFETCHED = "sglang:prefetched_tokens"
 EXTERNAL_HITS = ("vllm:external_prefix_cache_hits", SGLANG_PREFETCHED)
+# Mooncake Store's master service (its own admin /metrics, default port 9003, not the
+# engine's): GetReplicaList lookups, those that found a complete replica, and the bytes
+# they served from the memory pool / SSD (mooncake-store/src/master_metric_manager.cpp).
+# It counts objects (KV blocks), not tokens: it "cannot perceive requests but only
+# detect blocks" (Mooncake issue #1160).
+MOONCAKE_LOOKUPS = ("total_get_nums_",)
+MOONCAKE_FOUND = ("valid_get_nums_",)
+MOONCAKE_HIT_BYTES = ("mem_cache_hit_bytes_total", "file_cache_hit_bytes_total")
 # Prompt tokens of the phase, whichever engine counts them.
 PROMPT_TOKENS = ("vllm:prompt_tokens", "sglang:prompt_tokens", "llamacpp:prompt_tokens")
 # Families that can prove a KV tier outside the GPU was read (docs/engines.md).
-TIER_FAMILIES = ("vllm:external_prefix_cache", "lmcache:", SGLANG_PREFETCHED)
+TIER_FAMILIES = ("vllm:external_prefix_cache", "lmcache:", SGLANG_PREFETCHED,
+                 *MOONCAKE_FOUND)
 BY_SOURCE = "vllm:prompt_tokens_by_source"
 LMCACHE_REQUESTED = ("lmcache:num_requested_tokens",)
 LMCACHE_HIT = ("lmcache:num_hit_tokens",)
@@ -271,13 +280,19 @@ class CacheEvidence:
     exposes_external: bool
     counter_reset: bool = False
     source: str = ""
+    # A KV store's own counters (Mooncake master): lookups, lookups that found the
+    # object, bytes served. None when no store service was scraped.
+    store_lookups: float | None = None
+    store_found: float | None = None
+    store_hit_bytes: float | None = None
 
     @property
     def external_hit_share(self) -> float | None:
         """Share of the phase's prompt tokens served from the external KV tier: by source
         when vLLM breaks it down, else external hits (vLLM's connector hits, SGLang's
         tokens prefetched from its storage backend) / prompt tokens, else LMCache's
-        hit / requested tokens. None when the server exposes none of these."""
+        hit / requested tokens, else (a KV store's counters only) the share of its
+        lookups that found the object. None when the server exposes none of these."""
         total = sum(self.by_source.values())
         if total > 0 and "external_kv_transfer" in self.by_source:
             return self.by_source["external_kv_transfer"] / total
@@ -287,6 +302,8 @@ class CacheEvidence:
                 return self.external_hits / base
         if self.lmcache_hit_tokens is not None and self.lmcache_requested_tokens:
             return self.lmcache_hit_tokens / self.lmcache_requested_tokens
+        if self.store_found is not None and self.store_lookups:
+            return self.store_found / self.store_lookups
         return None
 
     @property
@@ -305,7 +322,8 @@ class CacheEvidence:
         """Rows for harness.store.writer.insert_series (metric `evidence:<field>`)."""
         rows: list[dict[str, Any]] = []
         for key in ("prompt_tokens", "prefix_queries", "prefix_hits", "external_queries",
-                    "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens"):
+                    "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens",
+                    "store_lookups", "store_found", "store_hit_bytes"):
             v = getattr(self, key)
             if v is not None:
                 rows.append({"source": source, "metric": f"evidence:{key}", "labels": {},
@@ -349,8 +367,18 @@ def cache_evidence(before: MetricsSnapshot, after: MetricsSnapshot) -> CacheEvid
         lmcache_requested_tokens=d(LMCACHE_REQUESTED, LMCACHE_COPIES),
         lmcache_hit_tokens=d(LMCACHE_HIT, LMCACHE_COPIES),
         exposes_external=exposes_tier(after) or exposes_tier(before),
+        store_lookups=d(MOONCAKE_LOOKUPS), store_found=d(MOONCAKE_FOUND),
+        store_hit_bytes=_sum_deltas(before, after, MOONCAKE_HIT_BYTES),
+        # after every d(): a store that restarted mid-phase counts as a reset too
         counter_reset=reset, source=after.source or before.source,
     )
+
+
+def _sum_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
+                names: Iterable[str]) -> float | None:
+    """The summed deltas of every family present (memory and SSD hit bytes)."""
+    found = [v for n in names if (v := _delta(before, after, (n,))[0]) is not None]
+    return sum(found) if found else None
 
 
 def snapshot_samples(snap: MetricsSnapshot, source: str | None = None,

@@ -40,6 +40,7 @@ class Identity:
     external_tier: bool
     speed: float
     max_model_len: int  # the profile's (vllm:cache_config_info: max concurrency)
+    tier_counters: bool = True  # False: no counter tells a tier read from a recompute
 
 
 class SimCollector:
@@ -50,7 +51,7 @@ class SimCollector:
 
     def collect(self) -> Iterator[Metric]:
         yield from self._vllm()
-        if self.ident.external_tier:
+        if self.ident.external_tier and self.ident.tier_counters:
             yield from self._lmcache()
         yield from self._sim()
 
@@ -86,24 +87,27 @@ class SimCollector:
                       st.prefix_queries)
         yield counter("vllm:prefix_cache_hits",
                       "Prefix cache hits, in terms of number of cached tokens.", st.prefix_hits)
-        yield counter("vllm:external_prefix_cache_queries",
-                      "External prefix cache queries from KV connector cross-instance cache "
-                      "sharing, in terms of number of queried tokens.", st.external_queries)
-        yield counter("vllm:external_prefix_cache_hits",
-                      "External prefix cache hits from KV connector cross-instance cache "
-                      "sharing, in terms of number of cached tokens.", st.external_hits)
+        if self.ident.tier_counters:
+            yield counter("vllm:external_prefix_cache_queries",
+                          "External prefix cache queries from KV connector cross-instance cache "
+                          "sharing, in terms of number of queried tokens.", st.external_queries)
+            yield counter("vllm:external_prefix_cache_hits",
+                          "External prefix cache hits from KV connector cross-instance cache "
+                          "sharing, in terms of number of cached tokens.", st.external_hits)
         yield counter("vllm:num_preemptions",
                       "Cumulative number of preemption from the engine.", 0)
         yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
                       st.prompt_tokens)
-        src = CounterMetricFamily("vllm:prompt_tokens_by_source",
-                                  "Number of prompt tokens by source.", labels=[*base, "source"])
-        for s in SOURCES:
-            src.add_metric([*lv, s], st.by_source[s], created=self.created)
-        yield src
-        yield counter("vllm:prompt_tokens_cached",
-                      "Number of cached prompt tokens (local + external).",
-                      st.by_source["local_cache_hit"] + st.by_source["external_kv_transfer"])
+        if self.ident.tier_counters:
+            src = CounterMetricFamily("vllm:prompt_tokens_by_source",
+                                      "Number of prompt tokens by source.",
+                                      labels=[*base, "source"])
+            for s in SOURCES:
+                src.add_metric([*lv, s], st.by_source[s], created=self.created)
+            yield src
+            yield counter("vllm:prompt_tokens_cached",
+                          "Number of cached prompt tokens (local + external).",
+                          st.by_source["local_cache_hit"] + st.by_source["external_kv_transfer"])
         yield counter("vllm:generation_tokens", "Number of generation tokens processed.",
                       st.generation_tokens)
         ok = CounterMetricFamily("vllm:request_success",

@@ -41,6 +41,11 @@ ENGINE_OPTIONS: list[Callable[[F], F]] = [
     _opt("--port", type=int, default=8000, show_default=True, help="TCP port (0: any free)."),
     _opt("--external-tier", type=click.Choice(["on", "off"]), default="off",
          show_default=True, help="Serve with the external KV tier (the accelerated arm)."),
+    _opt("--tier-counters", type=click.Choice(["on", "off"]), default="on",
+         show_default=True,
+         help="off: /metrics hides every counter that tells a tier read from a recompute "
+              "(external prefix cache, prompt tokens by source, lmcache:*), as engines "
+              "without one (llama.cpp, TGI); the tier still serves."),
     _opt("--speed", type=float, default=1.0, show_default=True,
          help="Divide every modelled duration by this (shown in /v1/models and /metrics)."),
     _opt("--tp", type=int, default=None, help="Tensor-parallel degree [profile's default]."),
@@ -98,7 +103,7 @@ def spec_from_context(ctx: click.Context) -> EngineSpec:
         diskstats=v["diskstats"], diskstats_device=v["diskstats_device"],
         cache_dir=v["cache_dir"], tier_read_gbps=v["tier_read_gbps"], model=v["model"],
         seed=v["seed"], stream_interval=v["stream_interval"], eos_rate=v["eos_rate"],
-        faults=faults)
+        tier_counters=v["tier_counters"] == "on", faults=faults)
     spec.check()
     if spec.tier_reset and not spec.external_tier:
         raise UsageError("--tier-reset needs --external-tier on", key="--tier-reset")

@@ -91,7 +91,8 @@ class SimServer:
         self.faults = FaultDraws(spec.faults, spec.seed * 1000 + spec.instance)
         self.eos = EosDraws(spec.eos_rate, spec.seed * 1000 + spec.instance)
         self.ident = Identity(self.model, self.profile.name, self.tp, spec.instance,
-                              spec.external_tier, spec.speed, self.profile.max_model_len)
+                              spec.external_tier, spec.speed, self.profile.max_model_len,
+                              spec.tier_counters)
         self.registry = build_registry(self.engine, self.ident)
         self.accepted = 0
         self.ready_at = 0.0

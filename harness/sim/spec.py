@@ -64,6 +64,9 @@ class EngineSpec:
     seed: int = 0
     stream_interval: int = 1  # tokens per streamed chunk after the first, like vLLM's
     eos_rate: float = 0.0  # share of requests that end early at an EOS (unless ignore_eos)
+    # False: /metrics shows no counter that tells a tier read from a recompute (like
+    # llama.cpp or TGI), though the tier still serves: the storage-only evidence path.
+    tier_counters: bool = True
     faults: FaultSpec = field(default_factory=FaultSpec)
 
     def resolved_profile(self) -> Profile:
@@ -104,6 +107,7 @@ class EngineSpec:
             "external_tier": self.external_tier, "speed": self.speed, "seed": self.seed,
             "stream_interval": self.stream_interval, "tier_read_gbps": self.tier_read_gbps,
             "model": self.model, "eos_rate": self.eos_rate,
+            "tier_counters": self.tier_counters,
             "diskstats_device": self.diskstats_device,
             "error_rate": f.error_rate, "stall_rate": f.stall_rate, "stall_s": f.stall_s,
             "crash_after": f.crash_after, "slow_start_s": f.slow_start_s,
@@ -165,6 +169,8 @@ class EngineSpec:
             argv += ["--model", self.model]
         if self.eos_rate:  # only when set: a spawner older than --eos-rate still forks
             argv += ["--eos-rate", repr(self.eos_rate)]
+        if not self.tier_counters:  # only when off, as --eos-rate
+            argv += ["--tier-counters", "off"]
         f = self.faults
         argv += ["--error-rate", repr(f.error_rate), "--stall-rate", repr(f.stall_rate),
                  "--stall-s", repr(f.stall_s), "--slow-start", repr(f.slow_start_s)]

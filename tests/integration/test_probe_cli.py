@@ -59,3 +59,45 @@ def test_nothing_listening_is_one_line_exit_3(tmp_path: Path) -> None:
     assert out.returncode == 3
     errors = [x for x in out.stderr.splitlines() if not x.startswith("gate: probing")]
     assert len(errors) == 1 and "unreachable" in errors[0], out.stderr
+
+
+def test_hosts_check_probes_the_arms_endpoints_that_are_up(tmp_path: Path) -> None:
+    """`gate hosts check --engines` on a demo site (local hosts): both arms' TP8 endpoint is
+    a vLLM-like server with a tier counter, TP4x2's second instance is not up."""
+    import yaml
+
+    from harness.demo import write_site
+
+    made = write_site(tmp_path, "default")
+    try:
+        with running_server(ServerConfig(model="Qwen/Qwen2.5-32B-Instruct",
+                                         external_tier=True)) as (url, srv):
+            port, down = int(url.rsplit(":", 1)[1]), free_port()
+            cfg = yaml.safe_load(made.config.read_text())
+            cfg["layouts"] = [
+                {"name": "TP8", "tp": 8, "instances": [{"host": "gpu1", "port": port}]},
+                {"name": "TP4x2", "tp": 4, "instances": [{"host": "gpu1", "port": port},
+                                                         {"host": "gpu1", "port": down}]}]
+            made.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+            env = {k: v for k, v in os.environ.items() if k != "GATE_CONFIG"}
+            run = [*GATE, "hosts", "check", "--engines"]
+            out = subprocess.run([*run, "--json"], capture_output=True, text=True,
+                                 timeout=120, env=env, cwd=made.root)
+            table = subprocess.run(run, capture_output=True, text=True, timeout=120,
+                                   env=env, cwd=made.root)
+    finally:
+        made.ports.release()
+    assert out.returncode == 0, out.stderr
+    checks = json.loads(out.stdout)["engines"]
+    assert [(c["arm"], c["layout"], c["instance"], c["up"]) for c in checks] == [
+        ("baseline", "TP8", 0, True), ("accelerated", "TP8", 0, True),
+        ("baseline", "TP4x2", 0, True), ("baseline", "TP4x2", 1, False),
+        ("accelerated", "TP4x2", 0, True), ("accelerated", "TP4x2", 1, False)]
+    up = checks[1]["assessment"]
+    assert up["engine"] == "vllm" and up["g3_can_decide"]
+    assert "(is the engine running on that port?)" in checks[3]["problem"]
+    assert srv.arrivals == 4  # two runs; the endpoint the arms and layouts share: once each
+    assert table.returncode == 0, table.stderr
+    assert f"accelerated TP8#0 http://127.0.0.1:{port}: vllm 0.0.0-test; G3 could decide " \
+           "here" in table.stdout
+    assert f"baseline TP4x2#1 http://127.0.0.1:{down}: not up (" in table.stdout

@@ -123,3 +123,60 @@ def test_g3_waits_on_the_configured_engines_health_route() -> None:
     assert health_path(lcp) == "/v1/models"  # it has no /health
     ollama = parse_config(base + "engine: ollama\n", "gate.yaml")[0]
     assert health_path(ollama) == "/api/version"
+
+
+MOONCAKE = (FIX / "mooncake-master-metrics_pr2422_PARTIAL.prom").read_text()
+
+
+def mooncake_master(lookups: int, found: int, mem_bytes: int, ssd_bytes: int) -> str:
+    """The captured master exposition with its read counters appended. The names and
+    types are Mooncake's own (master_metric_manager.cpp serialize_metrics, see
+    tests/fixtures/engines/SOURCES.md); the values are ours."""
+    text = MOONCAKE
+    for name, doc, value in (
+            ("mem_cache_hit_bytes_total", "Total bytes of GetReplicaList results served "
+             "from the memory pool", mem_bytes),
+            ("file_cache_hit_bytes_total", "Total bytes of GetReplicaList results served "
+             "from the SSD cache", ssd_bytes),
+            ("valid_get_nums_", "Total number of GetReplicaList operations that returned at "
+             "least one completed replica", found),
+            ("total_get_nums_", "Total number of GetReplicaList operations", lookups)):
+        text += f"# HELP {name} {doc}\n# TYPE {name} counter\n{name} {value}\n"
+    return text
+
+
+def test_mooncake_master_counters_prove_the_store_served_the_phase() -> None:
+    captured = parse_metrics(MOONCAKE)
+    assert captured.value("master_key_count") == 4 and not exposes_external(captured)
+    before = parse_metrics(mooncake_master(100, 90, 10_000, 0))
+    after = parse_metrics(mooncake_master(1100, 890, 2_010_000, 500_000))
+    assert exposes_external(before)  # the counter is there even before any read
+    ev = cache_evidence(before, after)
+    assert (ev.store_lookups, ev.store_found, ev.store_hit_bytes) == (1000, 800, 2_500_000)
+    assert ev.external_hit_share == 0.8  # no token counter: found / looked up
+    assert ev.prompt_tokens is None and not ev.counter_reset
+    assert cache_evidence(after, before).counter_reset  # a master restarted mid-phase
+
+
+def test_mooncake_counters_join_the_engines_in_a_cells_evidence() -> None:
+    from harness.g3.evidence import summed_evidence
+
+    llama = parse_metrics(LLAMACPP)
+    idle = parse_metrics(mooncake_master(100, 90, 10_000, 0))
+    read = parse_metrics(mooncake_master(1100, 990, 8_010_000, 0))
+    acc = summed_evidence([llama, idle], [llama, read], cache_evidence)
+    assert acc["exposes_external"] and acc["store_found"] == 900
+    assert acc["external_hit_share"] == 0.9
+    # the baseline's phase: the master did not move -> sound; it found objects -> not
+    still = summed_evidence([llama, read], [llama, read], cache_evidence)
+    assert check_evidence({"accelerated": rep(acc), "baseline": rep(still)},
+                          Evidence()) is None
+    served = summed_evidence([llama, idle], [llama, read], cache_evidence)
+    problem = check_evidence({"accelerated": rep(acc), "baseline": rep(served)}, Evidence())
+    assert problem is not None and problem.kind is ProblemKind.CONTAMINATED
+    assert "KV store found 900 objects" in problem.text
+    # too few lookups found: not exercised
+    poor = summed_evidence([idle], [parse_metrics(mooncake_master(1100, 290, 0, 0))],
+                           cache_evidence)
+    problem = check_evidence({"accelerated": rep(poor), "baseline": rep(still)}, Evidence())
+    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED

@@ -25,14 +25,14 @@ def _families(text: str) -> dict[str, tuple[str, set[frozenset[str]]]]:
     return out
 
 
-def _exposition(tier: bool, tp: int = 1) -> str:
+def _exposition(tier: bool, tp: int = 1, tier_counters: bool = True) -> str:
     async def main() -> str:
         p = get_profile("r1-qwen32b")
         engine = Engine(Rates.of(p, tp), tier=MemoryTierIndex(10**6) if tier else None,
                         speed=1.0, seed=0, salt="x")
         await engine.start()
         ident = Identity("Qwen/Qwen2.5-32B-Instruct", p.name, tp, 0, tier, 50.0,
-                         p.max_model_len)
+                         p.max_model_len, tier_counters)
         return render(build_registry(engine, ident)).decode()
 
     return asyncio.run(main())
@@ -52,6 +52,19 @@ def test_vllm_families_match_the_capture() -> None:
                  "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
         assert must in ours
+
+
+def test_tier_counters_off_hides_what_tells_a_tier_read_from_a_recompute() -> None:
+    from harness.probes.prometheus import exposes_tier, parse_metrics
+
+    hidden = _exposition(tier=True, tier_counters=False)
+    names = set(_families(hidden))
+    assert not exposes_tier(parse_metrics(hidden))
+    assert not names & {"vllm:prompt_tokens_by_source", "vllm:prompt_tokens_cached",
+                        "vllm:external_prefix_cache_hits"}
+    assert not any(n.startswith("lmcache:") for n in names)
+    assert {"vllm:prompt_tokens", "vllm:prefix_cache_hits"} <= names  # the rest stays
+    assert exposes_tier(parse_metrics(_exposition(tier=True)))
 
 
 def test_histogram_buckets_are_vllms() -> None:
