@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ParseError, UnreachableError, UsageError
+from harness.errors import MeasurementError, ParseError, UnreachableError, UsageError
 from harness.loadgen.records import RequestRecord
 from harness.remote import frames, records_file
 from harness.remote.agent import read_frames
@@ -118,11 +118,12 @@ class FlakyLink:
         return CommandResult(self.host, tuple(argv), 0, self.answers.pop(0), "", 0.0, 0.0)
 
 
-def pull_answer(state: str, data: bytes, size: int) -> str:
+def pull_answer(state: str, data: bytes, size: int, alive: bool | None = None) -> str:
     status = {"state": state, "pid": 1, "outcome": {
         "status": "FINISHED", "health": {}, "wall_time": 1.0, "started_at": 0.0,
         "params": {"endpoints": [{"url": "u", "model": "m", "instance": 0}]}}}
-    return json.dumps({"status": status, "alive": state == "running", "size": size,
+    alive = state == "running" if alive is None else alive
+    return json.dumps({"status": status, "alive": alive, "size": size,
                        "format": 2, "log": ""}) + "\n" + base64.b64encode(data).decode()
 
 
@@ -138,6 +139,20 @@ def test_a_dropped_link_is_retried_and_loses_nothing() -> None:
     out = ex.attach("d", got.extend)
     assert [r.idx for r in got] == [0, 1, 2] and len(out.records) == 3
     assert link.calls == 3 + 2
+
+
+def test_an_agent_that_died_writing_a_batch_ends_in_error_with_the_rest_kept() -> None:
+    data = file_of(recs(0, 1), recs(2, 3))
+    torn = len(data) - 9  # killed mid-write: its last frame never completes
+    link = FlakyLink([pull_answer("running", data[:torn - 40], torn, alive=False),
+                      pull_answer("running", b"", torn, alive=False),
+                      pull_answer("running", b"", torn, alive=False)], drops=0)
+    ex = RemoteExecutor(link, ("gate-agent",), "d", sleep=lambda _: None)  # type: ignore[arg-type]
+    got: list[RequestRecord] = []
+    with pytest.raises(MeasurementError) as e:
+        ex.attach("d", got.extend)
+    assert [r.idx for r in got] == [0, 1] and "2 requests kept" in e.value.message
+    assert "bytes of a batch it was writing lost" in e.value.message and link.calls == 3
 
 
 def test_a_link_down_past_the_reconnect_window_is_an_error() -> None:
