@@ -83,8 +83,11 @@ def parse_pull(stdout: str) -> Pulled:
                          f"this gate reads {frames.VERSION}. Ship this gate's agent (it "
                          f"reinstalls on a version change) and run the phase again",
                          stage=STAGE)
+    # whole base64 quanta: an answer cut short (a link dropped mid-pull) gives a prefix of
+    # the frames; the torn one is read again by the next pull
+    whole = rest[:len(rest) - len(rest) % 4]
     return Pulled(status=h.get("status"), alive=bool(h.get("alive")), size=int(h["size"]),
-                  log=str(h.get("log") or ""), data=binascii.a2b_base64(rest))
+                  log=str(h.get("log") or ""), data=binascii.a2b_base64(whole))
 
 
 @dataclass

@@ -85,8 +85,8 @@ def decode(data: bytes, at_start: bool = False) -> tuple[list[RequestRecord], in
     pos = len(frames.HEADER) if at_start and end else 0
     if end == pos and len(data) - pos >= frames.FRAME.size \
             and frames.frame_length(data[pos:pos + frames.FRAME.size]) is None:
-        raise ParseError(f"the agent's {frames.NAME} is damaged: no frame at its byte "
-                         f"offset {pos} (read from a frame boundary)", stage=STAGE)
+        raise ParseError(f"the agent's {frames.NAME} is damaged: no frame where one "
+                         f"should begin ({pos} bytes into this pull)", stage=STAGE)
     out: list[RequestRecord] = []
     with _no_gc():
         while pos < end:

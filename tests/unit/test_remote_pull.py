@@ -155,6 +155,16 @@ def test_an_agent_that_died_writing_a_batch_ends_in_error_with_the_rest_kept() -
     assert "bytes of a batch it was writing lost" in e.value.message and link.calls == 3
 
 
+def test_an_answer_cut_short_gives_whole_frames_and_the_rest_next_time() -> None:
+    data = file_of(recs(0, 1), recs(2, 3))
+    answer = pull_answer("running", data, len(data))
+    p = Puller()
+    for cut in (len(answer) - 7, len(answer) - 6, len(answer) - 5):  # any quantum boundary
+        p = Puller()
+        assert [r.idx for r in p.take(parse_pull(answer[:cut]).data)] == [0, 1]
+    assert [r.idx for r in p.take(data[p.offset:])] == [2, 3]
+
+
 def test_a_link_down_past_the_reconnect_window_is_an_error() -> None:
     link = FlakyLink([], drops=10**6)
     ex = RemoteExecutor(link, ("gate-agent",), "d", reconnect_for=0.0,  # type: ignore[arg-type]
