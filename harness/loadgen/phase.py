@@ -98,8 +98,12 @@ class PhaseOutcome:
                 "timed_out": r.timed_out, "params": r.params}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PhaseOutcome:
-        records = [RequestRecord(**x) for x in d["records"]]
+    def from_dict(cls, d: Mapping[str, Any],
+                  records: list[RequestRecord] | None = None) -> PhaseOutcome:
+        """From to_dict's form; `records` given when they came apart (the load agent's
+        record file), instead of d["records"]."""
+        if records is None:
+            records = [RequestRecord(**x) for x in d["records"]]
         params = dict(d.get("params") or {})
         wall = float(d["wall_time"])
         slo = params.get("slo")

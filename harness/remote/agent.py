@@ -7,15 +7,17 @@
 
 `run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
 in-process engine on this host's own Python (3.9 or newer), appends every finished
-request to DIR/records.jsonl, and keeps DIR/status.json current: `running` with its pid
-at the start, then `finished` (the outcome without records: timing, status and the
-phase health measured here, on the client host) or `error` with the cause. The gate
-pulls both files; it never needs this process to answer.
+request to DIR/records.bin (framed: harness.remote.frames, records_file), and keeps
+DIR/status.json current: `running` with its pid at the start, then `finished` (the
+outcome without records: timing, status and the phase health measured here, on the
+client host) or `error` with the cause. The gate pulls both files; it never needs this
+process to answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import binascii
 import json
 import os
 import platform
@@ -26,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.remote import detach
+from harness.remote import detach, frames
 
-RECORDS, STATUS, SPEC = "records.jsonl", "status.json", "spec.json"
+STATUS, SPEC = "status.json", "spec.json"
+LEGACY = "records.jsonl"  # format v1, refused by the gate (records_file)
 
 
 def write_status(directory: Path, status: dict[str, Any]) -> None:
@@ -51,7 +54,7 @@ def run_phase(spec_path: Path, directory: Path) -> int:
     write_status(directory, {**base, "state": "running"})
     loop = engine.loop_factory()()
     try:
-        with (directory / RECORDS).open("ab") as stream:
+        with (directory / frames.NAME).open("ab") as stream:
             appender = Appender(stream)
             outcome = loop.run_until_complete(
                 InProcessExecutor(progress=False).run_async(spec, appender))
@@ -90,21 +93,45 @@ def start(spec_path: Path, directory: Path) -> int:
 
 
 def pull(directory: Path, offset: int, limit: int) -> int:
-    """One line of JSON (status, whether its pid lives, the file size, the log tail),
-    then up to `limit` bytes of records.jsonl from `offset`."""
+    """One line of JSON (status, whether its pid lives, the file size and format, the log
+    tail), then base64 of whole frames of the record file from `offset` (up to `limit`
+    bytes, or the one frame there when it is larger): the Transport carries text."""
     status = read_status(directory)
-    path = directory / RECORDS
+    path = directory / frames.NAME
+    if not path.exists() and (directory / LEGACY).exists():
+        path = directory / LEGACY  # a v1 phase: its bytes go back so the gate can say so
     size = path.stat().st_size if path.exists() else 0
     header = {"status": status, "alive": detach.alive((status or {}).get("pid")),
-              "size": size, "offset": offset, "log": detach.log_tail(directory)}
+              "size": size, "offset": offset, "format": frames.VERSION,
+              "log": detach.log_tail(directory)}
+    data = read_frames(path, offset, limit) if size > offset else b""
     out = sys.stdout.buffer
     out.write(json.dumps(header).encode() + b"\n")
-    if size > offset:
-        with path.open("rb") as f:
-            f.seek(offset)
-            out.write(f.read(limit))
+    out.write(binascii.b2a_base64(data, newline=False))
     out.flush()
     return 0
+
+
+def read_frames(path: Path, offset: int, limit: int) -> bytes:
+    """The whole frames from offset (a frame boundary, or 0: the header too). A torn
+    last frame stays for the next pull; bytes that are no frame at all are returned
+    as found, for the gate to refuse with what it saw."""
+    base = len(frames.HEADER) if offset == 0 else 0
+    with path.open("rb") as f:
+        f.seek(offset)
+        buf = f.read(max(limit, base + frames.FRAME.size))
+        if offset == 0 and not buf.startswith(frames.HEADER):
+            return buf[:len(frames.HEADER)]
+        end = frames.whole_frames(buf, offset == 0)
+        if end > base:
+            return buf[:end]
+        head = buf[base:base + frames.FRAME.size]
+        need = frames.frame_length(head)
+        if need is None:
+            return buf[:base] + head  # no frame here, or not yet a whole frame header
+        f.seek(offset + base)
+        whole = f.read(need)  # one frame larger than the limit
+        return buf[:base] + (whole if len(whole) == need else b"")
 
 
 def main(argv: list[str] | None = None) -> int:

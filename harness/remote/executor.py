@@ -3,7 +3,7 @@
 Beside InProcessExecutor behind the same seam (harness.loadgen.phase): G3 hands it a
 PhaseSpec and an on_batch, and gets a PhaseOutcome. The phase runs detached there
 (harness.remote.detach); this side only pulls: every `poll` seconds one command returns
-the phase's status and the record file's bytes from the last complete line read. So:
+the phase's status and the record file's whole frames from the last offset read. So:
 
 - pulling the same bytes twice delivers nothing twice (`Puller` skips every idx it has
   delivered, and those the caller stored before a resume: `delivered=`);
@@ -17,6 +17,7 @@ the phase's status and the record file's bytes from the last complete line read.
 
 from __future__ import annotations
 
+import binascii
 import json
 import tempfile
 import time
@@ -26,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import CommandTimeoutError, MeasurementError, UnreachableError
+from harness.errors import CommandTimeoutError, MeasurementError, ParseError, UnreachableError
 from harness.loadgen.engine import OnBatch
-from harness.loadgen.phase import PhaseOutcome, PhaseSpec, record_dict
+from harness.loadgen.phase import PhaseOutcome, PhaseSpec
 from harness.loadgen.records import RequestRecord
-from harness.remote import records_file
+from harness.remote import frames, records_file
 from harness.transport.base import Transport
 
 STAGE = "load phase (agent)"
@@ -45,11 +46,17 @@ class Puller:
     records: dict[int, RequestRecord] = field(default_factory=dict)  # idx -> record
 
     def take(self, data: bytes) -> list[RequestRecord]:
-        """Decode the complete lines of data (read from self.offset); keep every record
+        """Decode the whole frames of data (read from self.offset); keep every record
         for the outcome (stored before a resume or not) and return, in file order, those
         not delivered before."""
-        recs, used = records_file.decode(data)
+        recs, used = records_file.decode(data, at_start=self.offset == 0)
         self.offset += used
+        idxs = [r.idx for r in recs]
+        if self.delivered.isdisjoint(idxs) and len(set(idxs)) == len(idxs):
+            # the usual pull: all new (what `records` holds was delivered already)
+            self.delivered.update(idxs)
+            self.records.update(zip(idxs, recs, strict=True))
+            return recs
         fresh = []
         for r in recs:
             self.records.setdefault(r.idx, r)
@@ -71,8 +78,16 @@ class Pulled:
 def parse_pull(stdout: str) -> Pulled:
     head, _, rest = stdout.partition("\n")
     h = json.loads(head)
+    if h.get("format") != frames.VERSION:
+        raise ParseError(f"the load agent answers with record format {h.get('format', 1)}; "
+                         f"this gate reads {frames.VERSION}. Ship this gate's agent (it "
+                         f"reinstalls on a version change) and run the phase again",
+                         stage=STAGE)
+    # whole base64 quanta: an answer cut short (a link dropped mid-pull) gives a prefix of
+    # the frames; the torn one is read again by the next pull
+    whole = rest[:len(rest) - len(rest) % 4]
     return Pulled(status=h.get("status"), alive=bool(h.get("alive")), size=int(h["size"]),
-                  log=str(h.get("log") or ""), data=rest.encode())
+                  log=str(h.get("log") or ""), data=binascii.a2b_base64(whole))
 
 
 @dataclass
@@ -134,11 +149,12 @@ class RemoteExecutor:
                 self.sleep(self.poll)
                 continue
             last_ok = time.monotonic()
+            before = puller.offset
             fresh = puller.take(got.data)
             if fresh and on_batch is not None:
                 on_batch(fresh)
-            if len(got.data) >= self.pull_limit:
-                continue  # more is there already
+            if puller.offset > before and got.size - puller.offset >= frames.FRAME.size:
+                continue  # more is there already (the pull stopped at its limit)
             state = (got.status or {}).get("state")
             if state == "finished" and puller.offset >= got.size:
                 return self._outcome(got.status or {}, puller)
@@ -151,17 +167,18 @@ class RemoteExecutor:
                 state is None and time.monotonic() - began > self.start_grace)
             # twice in a row: the phase may have ended between reading status and pid
             gone = gone + 1 if started and not got.alive else 0
-            if gone >= 2 and puller.offset >= got.size:
+            if gone >= 2 and not got.data:  # nothing more will come
                 pid = (got.status or {}).get("pid")
+                torn = got.size - puller.offset
                 raise MeasurementError(
                     f"the load agent (pid {pid}) is gone without finishing; "
-                    f"{len(puller.records)} requests kept; its log ends: "
-                    f"{got.log or '(empty)'}", host=self.host, stage=STAGE)
+                    f"{len(puller.records)} requests kept"
+                    f"{f' ({torn} bytes of a batch it was writing lost)' if torn else ''}; "
+                    f"its log ends: {got.log or '(empty)'}", host=self.host, stage=STAGE)
             self.sleep(wait if gone == 0 else min(wait, 0.2))
             wait = min(wait * 2, self.poll)
 
     @staticmethod
     def _outcome(status: dict[str, Any], puller: Puller) -> PhaseOutcome:
         done = [puller.records[k] for k in sorted(puller.records)]
-        return PhaseOutcome.from_dict({**status["outcome"],
-                                       "records": [record_dict(r) for r in done]})
+        return PhaseOutcome.from_dict(status["outcome"], records=done)

@@ -19,6 +19,7 @@ import pytest
 from harness.errors import UsageError
 from harness.loadgen.phase import PhaseOutcome, PhaseSpec
 from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
+from harness.remote import frames, records_file
 from harness.remote.executor import RemoteExecutor
 from harness.remote.ship import ship_agent
 
@@ -53,8 +54,8 @@ def test_ship_then_a_phase_survives_a_cut_link(lab_factory, unpacked: Path) -> N
         follower.start()
         end = time.monotonic() + 30
         while time.monotonic() < end and sum(
-                p.read_bytes().count(b"\n")
-                for p in lab.home.glob(".gate/phases/cut/*/records.jsonl")) < 30:
+                len(records_file.read_file(p))
+                for p in lab.home.glob(f".gate/phases/cut/*/{frames.NAME}")) < 30:
             time.sleep(0.1)
         lab.cut_link("c1")
         time.sleep(4)

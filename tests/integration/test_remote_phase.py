@@ -19,6 +19,7 @@ from loadgen_support.server import ServerConfig, running_server
 from harness.errors import MeasurementError
 from harness.loadgen.phase import PhaseSpec
 from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
+from harness.remote import frames, records_file
 from harness.remote.executor import RemoteExecutor
 from harness.transport.local import LocalTransport
 
@@ -42,9 +43,11 @@ def only_phase(root: Path) -> Path:
 
 
 def wait_for_lines(path: Path, n: int, timeout: float = 30.0) -> None:
+    """n lines in the test's store file, or n records in an agent's record file."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if path.exists() and path.read_bytes().count(b"\n") >= n:
+        if path.exists() and (len(records_file.read_file(path)) if path.name == frames.NAME
+                              else path.read_bytes().count(b"\n")) >= n:
             return
         time.sleep(0.05)
     raise AssertionError(f"{path} never reached {n} records")
@@ -68,12 +71,12 @@ def test_a_killed_agent_ends_the_phase_in_error_with_every_record_kept(tmp_path:
     with running_server(ServerConfig(itl=0.01)) as (url, _srv):
         ex = executor(tmp_path / "p2")
         phase = Path(ex.start(spec_for(url, 2000, concurrency=2)))
-        wait_for_lines(phase / "records.jsonl", 20)
+        wait_for_lines(phase / frames.NAME, 20)
         pid = json.loads((phase / "status.json").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(MeasurementError) as e:
             ex.attach(str(phase), got.extend)
-    written = (phase / "records.jsonl").read_bytes().count(b"\n")
+    written = len(records_file.read_file(phase / frames.NAME))
     assert f"pid {pid}" in e.value.message and "gone without finishing" in e.value.message
     assert e.value.exit_code == 3 and e.value.stage == "load phase (agent)"
     assert len(got) == written >= 20 and len({r.idx for r in got}) == written

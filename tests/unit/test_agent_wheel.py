@@ -19,7 +19,7 @@ from harness.bundle.agent_wheel import (
 )
 from harness.loadgen import compat
 from harness.loadgen.records import RequestRecord, pack_chunks, unpack_chunks
-from harness.remote import records_file
+from harness.remote import frames, records_file
 
 FORBIDDEN = ("harness.report", "harness.sim", "harness.store", "harness.ansible",
              "harness.cli", "harness.g3", "harness.transport", "harness.config")
@@ -58,15 +58,15 @@ def test_the_wheel_is_installable_and_reproducible(tmp_path: Path) -> None:
 def test_a_pull_never_reads_half_a_record() -> None:
     recs = [RequestRecord(idx=i, instance=0, doc_id=i, warmup=False, scheduled=0.1 * i,
                           chunk_times=[0.01, 0.02]) for i in range(3)]
-    data = records_file.encode(recs)
+    data = frames.HEADER + records_file.encode(recs[:2]) + records_file.encode(recs[2:])
     cut = len(data) - 5
-    first, used = records_file.decode(data[:cut])
-    assert [r.idx for r in first] == [0, 1] and data[used - 1:used] == b"\n"
+    first, used = records_file.decode(data[:cut], at_start=True)
+    assert [r.idx for r in first] == [0, 1] and data[used:used + 4] == frames.MAGIC
     rest, used2 = records_file.decode(data[used:])
     assert [r.idx for r in rest] == [2] and used + used2 == len(data)
     # float32, the precision the store keeps them in (request.chunks)
     assert rest[0].chunk_times == unpack_chunks(pack_chunks([0.01, 0.02])).tolist()
-    assert records_file.decode(b'{"idx": 1') == ([], 0)
+    assert records_file.decode(data[used:used + 7]) == ([], 0)
 
 
 def test_the_3_9_deadline_ends_the_block_as_timeout_error() -> None:
