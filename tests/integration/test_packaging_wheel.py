@@ -61,7 +61,8 @@ def test_installed_gate_runs_from_an_unrelated_directory(installed: Path,
     status = run_installed(installed, tmp_path / "site", "-m", "harness", "status", "--json")
     assert status.returncode == 0, status.stderr
     assert '"campaign": "fx100-2026q4"' in status.stdout
-    assert (tmp_path / "site" / "gate.db").is_file()
+    # status is read-only: before the first run it answers from the config, no store made
+    assert not (tmp_path / "site" / "gate.db").exists()
     smi = run_installed(installed, tmp_path, "-c",
                         "from harness.sim.hosts import load_catalog; print(load_catalog()"
                         ".profiles['gpu-a100'].answer(['nvidia-smi', '-q', '-x'], 'h').rc)")
