@@ -8,6 +8,7 @@ verdicts. Everything it writes stays in the output directory for a look afterwar
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import time
@@ -50,7 +51,6 @@ class PortLease:
     @classmethod
     def take(cls, attempts: int = 200) -> PortLease:
         import fcntl
-        import os
         import random
         import tempfile
 
@@ -75,8 +75,6 @@ class PortLease:
         raise OSError(f"no two adjacent free ports on loopback in {low}..{high}")
 
     def release(self) -> None:
-        import os
-
         for fd in self._files:
             os.close(fd)
         self._files = []
@@ -251,8 +249,6 @@ class LoadWatch:
         self._thread = threading.Thread(target=self._sample, name="load-watch", daemon=True)
 
     def _sample(self) -> None:
-        import os
-
         while True:
             self.highest = max(self.highest, os.getloadavg()[0])
             if self._stop.wait(self._every):
@@ -359,8 +355,6 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
 
 def _busy(store: Store, steps: list[CampaignStep], load: float) -> str:
     """busy_line() for G3's run when it did not PASS (a PASS needs no excuse)."""
-    import os
-
     from harness.store import runs as store_runs
     from harness.verdict import Verdict
 
