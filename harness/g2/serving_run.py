@@ -3,6 +3,12 @@ starts it (its start action, /health, its engines read and recorded so the run's
 `gate runs abort` stops them), a warm phase, then `repetitions` measured phases with
 fresh documents, each through the phase seam (the same Executor G3 uses) and stored as a
 benchmark row of the G2 run; the arm is stopped whatever happens.
+
+A repetition whose own client or simulated engine was disturbed (phase health) is measured
+again on spare documents, as G3 measures a disturbed pair again (harness/g3/session.py):
+up to REMEASURES times a cell, the disturbed phase kept on record as SUPERSEDED. Spare
+documents, never the same ones: the engine still holds their prefix, and a repetition
+served from it would flatter the baseline.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
 from harness.g3.plan import Cell, doc_seed, docs_for
 from harness.g3.records import phase_params, phase_spec
-from harness.g3.session import GateRun
+from harness.g3.session import REMEASURES, GateRun
 from harness.loadgen.failures import explain
 from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
 from harness.loadgen.phase_progress import Where, counted
@@ -28,6 +34,8 @@ from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.store import Store
+from harness.store import runs as store_runs
+from harness.store.writer import supersede_pair
 
 ARM = "baseline"
 # G2's documents are drawn apart from G3's (doc_seed(seed, repetition) there): the same
@@ -60,28 +68,43 @@ class ServingBaseline:
         try:
             self.control.start(ARM, layout)
             self.watch.observe(ARM, layout)  # recorded: stopped at the run's end if left
+            reps = self.limits.repetitions
             sets = self._documents(cell)
+            spares = iter(sets[1 + reps:])
             self._phase(cell, -1, "warm", sets[0])
-            return [self._phase(cell, rep, "serving", docs)
-                    for rep, docs in enumerate(sets[1:])]
+            figures = []
+            for rep, docs in enumerate(sets[1:1 + reps]):
+                measured = self._phase(cell, rep, "serving", docs)
+                while measured.saturation and (spare := next(spares, None)) is not None:
+                    self._supersede(cell, rep, measured.saturation)
+                    measured = self._phase(cell, rep, "serving", spare)
+                figures.append(measured)
+            return figures
         finally:
             with contextlib.suppress(Exception):  # the measuring error is the one to report
                 self.control.stop(ARM, layout)
             self.watch.stopped(ARM, layout)
 
+    def _supersede(self, cell: Cell, rep: int, why: str) -> None:
+        supersede_pair(self.gate.store, self.gate.run_id, cell.layout.name, cell.tier, rep,
+                       phase="serving")
+        store_runs.add_event(self.gate.store, self.gate.run_id, source="harness",
+                             name=f"G2 {cell.key} repetition {rep + 1} measured again",
+                             host=None, status="changed", message=f"disturbed: {why}")
+
     def _documents(self, cell: Cell) -> list[Workload]:
-        """Fresh documents for the warm phase and each repetition, calibrated with the
-        engine's tokenizer in one go (it is running) and split."""
+        """Fresh documents for the warm phase, each repetition and REMEASURES spares,
+        calibrated with the engine's tokenizer in one go (it is running) and split."""
         from harness.loadgen import doc_qa
 
         wl = self.config.workload
         n = self.limits.docs or docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
         url = endpoints(self.config, self.gate.inventory, ARM, cell.layout)[0].url
-        every = doc_qa(n * (self.limits.repetitions + 1), wl.doc_tokens, wl.question_tokens,
+        sets = self.limits.repetitions + 1 + REMEASURES
+        every = doc_qa(n * sets, wl.doc_tokens, wl.question_tokens,
                        doc_seed(wl.seed, SEED_OFFSET), max_tokens=wl.max_tokens,
                        tokenize_url=url, model=self.config.model.name)
-        return [replace(every, specs=every.specs[i * n:(i + 1) * n])
-                for i in range(self.limits.repetitions + 1)]
+        return [replace(every, specs=every.specs[i * n:(i + 1) * n]) for i in range(sets)]
 
     def _ignore_eos(self) -> bool:
         from harness.loadgen.engines import PROFILES

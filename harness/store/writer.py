@@ -136,14 +136,18 @@ def cells(store: Store, run_id: int) -> list[CellRow]:
                               .order_by(CellRow.layout, CellRow.tier)))
 
 
-def supersede_pair(store: Store, run_id: int, layout: str, tier: int, repetition: int) -> int:
+def supersede_pair(store: Store, run_id: int, layout: str, tier: int, repetition: int,
+                   phase: str | None = None) -> int:
     """A repetition measured again (its phases were disturbed): every phase it stored so
-    far is marked replaced, kept for the record and out of every count."""
+    far (only those named `phase`, when given) is marked replaced, kept for the record
+    and out of every count."""
+    where = [BenchmarkRow.run_id == run_id, BenchmarkRow.layout == layout,
+             BenchmarkRow.tier == tier, BenchmarkRow.repetition == repetition]
+    if phase is not None:
+        where.append(BenchmarkRow.phase == phase)
     with store.session() as s:
         marked = 0
-        for b in s.scalars(select(BenchmarkRow).where(
-                BenchmarkRow.run_id == run_id, BenchmarkRow.layout == layout,
-                BenchmarkRow.tier == tier, BenchmarkRow.repetition == repetition)):
+        for b in s.scalars(select(BenchmarkRow).where(*where)):
             new = {"RUNNING": "INTERRUPTED", "FINISHED": "SUPERSEDED"}.get(b.status)
             if new is not None:
                 b.status = new

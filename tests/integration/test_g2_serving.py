@@ -45,12 +45,15 @@ def test_serving_baseline_passes_and_records_prefill(site: Site) -> None:
     assert check["nodeid"].endswith("test_serving[TP8-c4]")  # type: ignore[union-attr]
     assert check["outcome"] == "PASS" and check["host"] == "gpu1"
     assert "2 reps: TTFT p50" in str(check["measured"])
+    # (a repetition a busy host disturbed is measured again: the one it replaced stays,
+    # SUPERSEDED, out of every count)
     phases = site.query("SELECT phase, arm, layout, tier, status FROM benchmark "
-                        "WHERE run_id = 1 ORDER BY id")
+                        "WHERE run_id = 1 AND status != 'SUPERSEDED' ORDER BY id")
     assert phases == [("warm", "baseline", "TP8", 4, "FINISHED")] + [
         ("serving", "baseline", "TP8", 4, "FINISHED")] * 2
     requests = site.query("SELECT COUNT(*) FROM request r JOIN benchmark b "
-                          "ON r.benchmark_id = b.id WHERE b.phase = 'serving'")
+                          "ON r.benchmark_id = b.id WHERE b.phase = 'serving' "
+                          "AND b.status = 'FINISHED'")
     assert requests == [(16,)]
     (fact,) = site.query("SELECT value FROM host_fact WHERE key = 'serving prefill TP8-c4'")
     assert json.loads(str(fact[0]))["tokens_per_s"] > 0
@@ -69,3 +72,30 @@ def test_failing_baseline_is_stop_loss(site: Site) -> None:
     assert check["outcome"] == "STOP-LOSS"
     assert "TP8-c4 baseline: " in str(check["message"])
     assert "requests failed (at most 0.0%)" in str(check["message"])
+
+
+def test_a_disturbed_repetition_is_measured_again_on_spare_documents(site: Site) -> None:
+    """A loop-lag bound no client can meet stands for a starved load generator: each
+    repetition is measured again on spare documents (never the ones the engine has just
+    cached) until the spares are spent, the replaced phases kept, and the cell, still
+    disturbed, is INCONCLUSIVE, never judged on a starved client's timings."""
+    start = dict(site.arm("baseline")["start"])  # type: ignore[call-overload]
+    argv = list(start["command"])
+    if "--error-rate" in argv:  # the previous test's failing baseline
+        del argv[argv.index("--error-rate"):argv.index("--error-rate") + 2]
+    site.edit({"arms": {"baseline": {"start": {**start, "command": argv}}},
+               "load": {"health": {"max_loop_lag_p99_ms": 0.000001}}})
+    out = site.gate("run", "G2", "--force")
+    assert out.returncode == 2, out.stdout + out.stderr[-2000:]
+    (run_id,), = site.query("SELECT max(id) FROM run")
+    check = serving_check(site, int(str(run_id)))
+    assert check["outcome"] == "INCONCLUSIVE"
+    assert "client saturated (event-loop lag p99" in str(check["message"])
+    rows = site.query(f"SELECT phase, status FROM benchmark WHERE run_id = {run_id} "
+                      "ORDER BY id")
+    assert rows[0] == ("warm", "FINISHED")  # the warm phase is never replaced
+    assert rows.count(("serving", "SUPERSEDED")) == 2  # REMEASURES spares, then given up
+    assert rows.count(("serving", "FINISHED")) == 2
+    again = site.query(f"SELECT name FROM event WHERE run_id = {run_id} "
+                       "AND name LIKE '%measured again'")
+    assert len(again) == 2
