@@ -57,6 +57,9 @@ class Observation:
     layout: str
     facts: list[dict[str, str]]
     problems: list[str] = field(default_factory=list)
+    # Per instance: (pid, start ticks) of the engine process, None where it could not be
+    # read. Two observations around a restart show whether the process was replaced.
+    processes: list[tuple[int, int] | None] = field(default_factory=list)
 
 
 def _get(url: str, timeout: float = 10.0) -> str | None:
@@ -134,9 +137,11 @@ class EngineWatch:
         `as_fact`: also store the reading as a host fact (the preflight's, which the
         report shows; a pair's readings are stored with its measured phases)."""
         facts, problems = [], []
+        processes: list[tuple[int, int] | None] = []
         check_process = self.config.gates.g3.engine_process_check
         for ep in endpoints(self.config, self.inventory, arm, layout):
             proc, problem = self._process(ep, layout)
+            processes.append((proc.pid, proc.start_ticks) if proc is not None else None)
             if proc is not None:
                 store_engines.record_engine(
                     self.store, self.run_id, host=ep.host, pid=proc.pid,
@@ -158,7 +163,7 @@ class EngineWatch:
                     key=f"engine identity {arm} {layout.name}#{ep.instance}",
                     value={"pid": proc.pid if proc else None, "url": ep.url, "facts": f,
                            "problem": problem})
-        return Observation(arm, layout.name, facts, problems)
+        return Observation(arm, layout.name, facts, problems, processes)
 
     def compare(self, base: Observation, acc: Observation) -> ArmComparison:
         assert self.config.arms is not None

@@ -5,7 +5,7 @@ cell cannot be decided, or ''."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -133,6 +133,13 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         if ev.get("cold_restart") is False:
             return Problem(ProblemKind.NOT_COLD,
                            f"{arm} arm: the restart was not cold (counters did not restart)")
+        if ev.get("cold_restart") is None:
+            # A restart that left the GPU prefix cache warm would make a tier look fast;
+            # one nobody could verify cannot decide a cell.
+            return Problem(ProblemKind.NOT_COLD,
+                           f"{arm} arm: the restart could not be verified (the engine's "
+                           "/metrics show neither process_start_time_seconds nor a "
+                           "prompt-token counter, and its process could not be read)")
         local = _numbers(ev, "by_source").get("local_cache_hit", 0.0)
         prompt = _number(ev, "prompt_tokens")
         if prompt > 0 and local / prompt > rules.max_local_hit_share:
@@ -205,6 +212,20 @@ def all_restarted(warmed: list[MetricsSnapshot], fresh: list[MetricsSnapshot]) -
     if any(s is False for s in seen):
         return False
     return True if seen and all(seen) else None
+
+
+def processes_replaced(before: Sequence[tuple[int, int] | None],
+                       after: Sequence[tuple[int, int] | None]) -> bool | None:
+    """Did every instance's engine process change across the restart (pid and start
+    ticks, read on its host)? The fallback where the engine's /metrics tell neither its
+    start time nor a prompt-token counter. False when one is the same process; None when
+    one could not be read."""
+    if not before or len(before) != len(after):
+        return None
+    if any(b is not None and b == a for b, a in zip(before, after, strict=True)):
+        return False
+    return True if all(b is not None and a is not None
+                       for b, a in zip(before, after, strict=True)) else None
 
 
 # What the servers report they serve (harness.g3.session.card): served models, model,

@@ -44,6 +44,7 @@ from harness.g3.rules import (
     check_evidence,
     compare_cards,
     phase_tokens,
+    processes_replaced,
 )
 from harness.loadgen import storage
 from harness.loadgen.engine import OnBatch
@@ -208,7 +209,7 @@ class G3Session:
         eps = endpoints(cfg, self.gate.inventory, arm, layout)
         urls = [ep.url for ep in eps]
 
-        self.start(arm, layout)
+        started = self.start(arm, layout)
         try:
             docs = workload or self.workload(cell, rep, eps[0].url)
             specs = list(docs.specs)
@@ -263,7 +264,9 @@ class G3Session:
             evidence = summed_evidence(
                 before + stores, after + scrape_all(cfg.gates.g3.evidence.store_metrics,
                                                     scrape), cache_evidence)
-            evidence["cold_restart"] = all_restarted(warmed, before)
+            cold = all_restarted(warmed, before)
+            evidence["cold_restart"] = cold if cold is not None else processes_replaced(
+                started.processes, seen.processes)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]
             evidence["ignore_eos_sent"] = ignore_eos

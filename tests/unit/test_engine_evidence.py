@@ -49,7 +49,7 @@ def with_prefetch_zero() -> str:
 
 def rep(evidence: dict[str, Any]) -> ArmRep:
     t = np.ones(4)
-    return ArmRep(t, PhaseTokens(128, 4, 4, 0), 1.0, evidence, 1)
+    return ArmRep(t, PhaseTokens(128, 4, 4, 0), 1.0, {"cold_restart": True, **evidence}, 1)
 
 
 def test_sglang_prefetched_tokens_prove_the_tier_was_read() -> None:

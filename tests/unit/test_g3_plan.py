@@ -108,7 +108,8 @@ def kind(problem: Problem | None) -> ProblemKind | None:
 def rep(evidence: dict[str, Any], ttft: np.ndarray | None = None,
         lengths: PhaseTokens | None = None) -> ArmRep:
     t = np.ones(4) if ttft is None else ttft
-    return ArmRep(t, lengths or PhaseTokens(128, t.size, t.size, 0), 1.0, evidence, 1)
+    return ArmRep(t, lengths or PhaseTokens(128, t.size, t.size, 0), 1.0,
+                  {"cold_restart": True, **evidence}, 1)
 
 
 def record(finish: str | None = "length", tokens: int | None = 128, ok: bool = True,
@@ -168,3 +169,19 @@ def test_failed_requests_and_warm_gpu_cache_block_a_decision() -> None:
     not_restarted = {**good, "cold_restart": False}
     assert "restart was not cold" in str(check_evidence(
         {"accelerated": rep(not_restarted), "baseline": rep(good)}, Evidence()))
+    unverified = {**good, "cold_restart": None}
+    problem = check_evidence({"accelerated": rep(good), "baseline": rep(unverified)},
+                             Evidence())
+    assert kind(problem) is ProblemKind.NOT_COLD
+    assert "baseline arm: the restart could not be verified" in str(problem)
+
+
+def test_a_replaced_process_proves_a_restart_where_metrics_cannot() -> None:
+    from harness.g3.rules import processes_replaced
+
+    assert processes_replaced([(10, 500), (11, 501)], [(20, 900), (21, 901)]) is True
+    assert processes_replaced([(10, 500), (11, 501)], [(20, 900), (11, 501)]) is False
+    assert processes_replaced([(10, 500)], [None]) is None  # unreadable after
+    assert processes_replaced([], []) is None  # nothing observed
+    # a reused pid is another process: its start ticks differ
+    assert processes_replaced([(10, 500)], [(10, 777)]) is True
