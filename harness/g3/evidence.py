@@ -75,20 +75,25 @@ class StorageSampler:
         return out
 
     def bandwidth(self) -> dict[str, float]:
-        """GB/s between samples, summed over hosts per instant: p50, max and total bytes."""
+        """GB/s between samples, summed over hosts per instant: p50, max and total bytes;
+        `hosts`: how many storage hosts were read at the phase's start and end (0: none
+        sampled, so the bytes say nothing)."""
         rates: list[float] = []
         total = 0.0
+        hosts = 0
         for host in {s.host for s in self.samples}:
             pts = [s for s in self.samples if s.host == host]
             total += pts[-1].bytes_read - pts[0].bytes_read if pts else 0
+            hosts += len(pts) >= 2
             for a, b in itertools.pairwise(pts):
                 if b.at > a.at:
                     rates.append((b.bytes_read - a.bytes_read) / (b.at - a.at) / 1e9)
         if not rates:
-            return {"gbps_p50": 0.0, "gbps_max": 0.0, "bytes_read": total}
+            return {"gbps_p50": 0.0, "gbps_max": 0.0, "bytes_read": total,
+                    "hosts": float(hosts)}
         arr = np.asarray(rates)
         return {"gbps_p50": float(np.percentile(arr, 50)), "gbps_max": float(arr.max()),
-                "bytes_read": total}
+                "bytes_read": total, "hosts": float(hosts)}
 
 
 Scraper = Callable[[str], MetricsSnapshot]
@@ -99,16 +104,21 @@ def scrape_all(urls: Sequence[str], scrape: Scraper) -> list[MetricsSnapshot]:
 
 
 def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[MetricsSnapshot],
-                    diff: Callable[[MetricsSnapshot, MetricsSnapshot], CacheEvidence]
-                    ) -> JSONDict:
+                    diff: Callable[[MetricsSnapshot, MetricsSnapshot], CacheEvidence],
+                    engines: int | None = None) -> JSONDict:
     """Cache evidence per instance, summed over the layout's instances, with the share
     computed by CacheEvidence's own precedence (prompt tokens by source, else vLLM's
     external hits, else LMCache hit / requested, which is the same on every TP worker,
     else a KV store's found / looked-up objects). `befores`/`afters` may include a KV
-    store's scrapes (gates.g3.evidence.store_metrics) after the engines'."""
+    store's scrapes (gates.g3.evidence.store_metrics) after the first `engines` (the
+    engines'; None: all are engines). Only an engine's counter sets `exposes_external`:
+    a store's counters are service-wide (any client moves them) and count memory-pool
+    hits too, so they are storage-side evidence (`store_exposes`), never an engine's
+    word."""
     from dataclasses import replace
 
     per = [diff(b, a) for b, a in zip(befores, afters, strict=True)]
+    n = len(per) if engines is None else engines
     fields = ("prompt_tokens", "prefix_queries", "prefix_hits", "external_queries",
               "external_hits", "lmcache_requested_tokens", "lmcache_hit_tokens",
               "store_lookups", "store_found", "store_hit_bytes")
@@ -123,7 +133,7 @@ def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[Metrics
             by_source[k] = by_source.get(k, 0.0) + float(v)
     totals = {f: total(f) for f in fields}
     combined = replace(per[0], by_source=by_source,
-                       exposes_external=any(e.exposes_external for e in per),
+                       exposes_external=any(e.exposes_external for e in per[:n]),
                        counter_reset=any(e.counter_reset for e in per),
                        prompt_tokens=totals["prompt_tokens"],
                        prefix_queries=totals["prefix_queries"],
@@ -138,6 +148,7 @@ def summed_evidence(befores: Sequence[MetricsSnapshot], afters: Sequence[Metrics
     out: JSONDict = dict(totals)
     out["by_source"] = dict(by_source)
     out["exposes_external"] = combined.exposes_external
+    out["store_exposes"] = any(e.exposes_external for e in per[n:])
     out["counter_reset"] = combined.counter_reset
     share = combined.external_hit_share
     out["external_hit_share"] = float(share) if share is not None else 0.0

@@ -91,6 +91,15 @@ def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
                      health=HealthBounds.from_dict(cfg.load.health.model_dump()))
 
 
+def completed_prompt_tokens(records: Sequence[RequestRecord],
+                            specs: Sequence[RequestSpec]) -> float:
+    """Prompt tokens of a phase's completed requests: the server's usage where it gave
+    one, else the calibrated count of the request's document."""
+    calibrated = {s.doc_id: s.prompt_tokens or 0 for s in specs}
+    return float(sum(r.prompt_tokens or calibrated.get(r.doc_id, 0)
+                     for r in records if r.ok and not r.warmup))
+
+
 def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
                  workload: Workload, ignore_eos: bool = True,
                  engine: Mapping[str, str] | None = None) -> JSONDict:

@@ -152,11 +152,19 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
             return storage_problem(acc, base)
         return Problem(kind, f"{kind}: no engine counter on the accelerated arm proves the "
                              "tier was read (gates.g3.evidence.allow_storage_evidence lets "
-                             "storage read bandwidth stand in)")
+                             "storage read bandwidth or a KV store's counters stand in)")
     share = _number(acc, "external_hit_share")
     if share < min_share:
         return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
                              f"{min_share:.0%}")
+    storage = _numbers(acc, "storage")
+    if storage.get("hosts", 0.0) > 0 and not acc.get("storage_errors") \
+            and storage.get("bytes_read", 0.0) <= 0:
+        # The counters count hits from any external tier: one in memory (an LMCache
+        # server, a store's DRAM pool) survives the engine's restart as well.
+        return Problem(kind, f"{kind}: the engine counted {share:.0%} of prompt tokens as "
+                             "external hits, but the storage hosts read nothing during the "
+                             "phase: another tier (memory?) served them")
     contamination = _number(base, "external_hit_tokens")
     if contamination > 0:
         kind = ProblemKind.CONTAMINATED
@@ -172,25 +180,78 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
 # With storage-side evidence only, the baseline may read at most this share of what the
 # accelerated arm read from the storage hosts during its measured phase.
 STORAGE_BASELINE_SHARE = 0.05
+# ... and the accelerated arm must have read at least this share of its phase's KV bytes
+# (prompt tokens x model.kv_bytes_per_token): a floor far below a tier that served the
+# phase (even one that compresses KV 5x at a 50 % hit share), far above the background
+# reads of a storage host.
+STORAGE_MIN_KV_SHARE = 0.1
 
 
 def storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
     """Storage-side evidence, for an engine with no tier counter and a config that allows
-    it: the accelerated arm's measured phase read from the storage hosts, the baseline's
-    (nearly) did not. Weaker than a counter (another reader on those hosts looks the
-    same), hence the explicit setting and its sign-off."""
+    it: the accelerated arm's measured phase read from the storage hosts (their diskstats)
+    or found objects in the KV store (its master's counters), the baseline's (nearly) did
+    not. Weaker than an engine's counter (another reader on those hosts, another client of
+    the store, looks the same), hence the explicit setting and its sign-off."""
+    kind = ProblemKind.NOT_EXERCISED
+    errors = [str(e) for ev in (acc, base)
+              if isinstance(said := ev.get("storage_errors"), list) for e in said]
+    if errors:
+        return Problem(kind, f"{kind}: the storage hosts could not be read during a "
+                             f"measured phase ({errors[0]}): storage-side evidence incomplete")
+    sampled = _numbers(acc, "storage").get("hosts", 0.0) > 0
+    if not sampled and not acc.get("store_exposes"):
+        return Problem(kind, f"{kind}: no storage-side evidence was collected (no storage "
+                             "host sampled, no gates.g3.evidence.store_metrics)")
+    expected = _number(acc, "client_prompt_tokens") * _number(acc, "kv_bytes_per_token")
+    if sampled:
+        problem = _storage_reads(acc, base, expected)
+        if problem is not None:
+            return problem
+    if acc.get("store_exposes"):
+        return _store_reads(acc, base, expected)
+    return None
+
+
+def _storage_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | None:
     read = {arm: _numbers(ev, "storage").get("bytes_read", 0.0)
             for arm, ev in (("accelerated", acc), ("baseline", base))}
+    kind = ProblemKind.NOT_EXERCISED
     if read["accelerated"] <= 0:
-        kind = ProblemKind.NOT_EXERCISED
         return Problem(kind, f"{kind}: storage hosts read nothing during the accelerated "
                              "arm's measured phase (storage-side evidence)")
+    if expected > 0 and read["accelerated"] < STORAGE_MIN_KV_SHARE * expected:
+        return Problem(kind, f"{kind}: the storage hosts read "
+                             f"{read['accelerated'] / 1e9:.2f} GB during the accelerated arm's "
+                             f"measured phase, < {STORAGE_MIN_KV_SHARE:.0%} of its "
+                             f"{expected / 1e9:.1f} GB of KV (storage-side evidence)")
     if read["baseline"] > STORAGE_BASELINE_SHARE * read["accelerated"]:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: the baseline's measured phase read "
                              f"{read['baseline'] / 1e9:.2f} GB from the storage hosts, the "
                              f"accelerated arm's {read['accelerated'] / 1e9:.2f} GB "
                              "(storage-side evidence)")
+    return None
+
+
+def _store_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | None:
+    """A KV store's counters (Mooncake master): objects found for the accelerated arm,
+    served bytes of the phase's order, none found for the baseline."""
+    kind = ProblemKind.NOT_EXERCISED
+    found, served = _number(acc, "store_found"), acc.get("store_hit_bytes")
+    if found <= 0:
+        return Problem(kind, f"{kind}: the KV store found nothing for the accelerated "
+                             "arm's measured phase (storage-side evidence)")
+    if isinstance(served, int | float) and expected > 0 \
+            and served < STORAGE_MIN_KV_SHARE * expected:
+        return Problem(kind, f"{kind}: the KV store served {served / 1e9:.2f} GB to the "
+                             f"accelerated arm's measured phase, < {STORAGE_MIN_KV_SHARE:.0%} "
+                             f"of its {expected / 1e9:.1f} GB of KV (storage-side evidence)")
+    base_found = _number(base, "store_found")
+    if base_found > 0:
+        kind = ProblemKind.CONTAMINATED
+        return Problem(kind, f"{kind}: the KV store found {base_found:.0f} objects for the "
+                             "baseline's measured phase")
     return None
 
 

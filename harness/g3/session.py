@@ -31,6 +31,7 @@ from harness.g3.preflight import Preflight, exposes_external, model_card
 from harness.g3.problems import Problem, ProblemKind
 from harness.g3.records import (
     ArmRep,
+    completed_prompt_tokens,
     completed_reps,
     jsonable,
     phase_params,
@@ -147,11 +148,10 @@ class G3Session:
                 if any(c["simulated"] for c in cards[arm]):
                     self.gate.mark_simulated()
                 if arm == "accelerated":
+                    # the engines' own counters: a KV store's (Mooncake master) are
+                    # storage-side evidence (harness/g3/evidence.py summed_evidence)
                     snaps = scrape_all([ep.url for ep in eps], scrape)
-                    stores = self.config.gates.g3.evidence.store_metrics
-                    # the engines' counters, or a KV store's own (Mooncake master)
-                    exposes = all(exposes_external(s) for s in snaps) or (bool(stores) and all(
-                        exposes_external(s) for s in scrape_all(stores, scrape)))
+                    exposes = all(exposes_external(s) for s in snaps)
             finally:
                 self.stop(arm, layout)
         result = Preflight(layout.name, cards, compare_cards(self.config, layout, cards),
@@ -263,13 +263,16 @@ class G3Session:
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(
                 before + stores, after + scrape_all(cfg.gates.g3.evidence.store_metrics,
-                                                    scrape), cache_evidence)
+                                                    scrape), cache_evidence, engines=len(urls))
             cold = all_restarted(warmed, before)
             evidence["cold_restart"] = cold if cold is not None else processes_replaced(
                 started.processes, seen.processes)
             evidence["storage"] = {**sampler.bandwidth()}
             evidence["storage_errors"] = [e for e in sampler.errors[:5]]
             evidence["ignore_eos_sent"] = ignore_eos
+            # the phase's KV bytes, for storage-side evidence's magnitude (rules.py)
+            evidence["client_prompt_tokens"] = completed_prompt_tokens(m.records, specs)
+            evidence["kv_bytes_per_token"] = float(cfg.model.kv_bytes_per_token)
             failed = explain(m.records, api=cfg.workload.api, model=cfg.model.name,
                              at_share=1e-9)
             if failed is not None and failed.samples:

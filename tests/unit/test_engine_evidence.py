@@ -78,21 +78,52 @@ def test_llamacpp_exposes_no_tier_counter_so_g3_says_so() -> None:
 
 def test_storage_evidence_only_when_allowed_and_only_one_way() -> None:
     allowed = Evidence(allow_storage_evidence=True)
+    kv = {"client_prompt_tokens": 64 * 32000.0, "kv_bytes_per_token": 262144.0}  # 537 GB
 
-    def pair(acc_bytes: float, base_bytes: float) -> Any:
+    def pair(acc_bytes: float, base_bytes: float, errors: tuple[str, ...] = (),
+             hosts: float = 1.0) -> Any:
         return check_evidence(
-            {"accelerated": rep({"storage": {"bytes_read": acc_bytes}}),
-             "baseline": rep({"storage": {"bytes_read": base_bytes}})}, allowed)
+            {"accelerated": rep({"storage": {"bytes_read": acc_bytes, "hosts": hosts},
+                                 **kv}),
+             "baseline": rep({"storage": {"bytes_read": base_bytes, "hosts": hosts},
+                              "storage_errors": list(errors), **kv})}, allowed)
 
-    assert pair(40e9, 0.0) is None
-    assert pair(40e9, 1e9) is None  # a little baseline read (logs, metadata) is tolerated
-    contaminated = pair(40e9, 10e9)
-    assert contaminated.kind is ProblemKind.CONTAMINATED and "10.00 GB" in contaminated.text
+    assert pair(400e9, 0.0) is None
+    assert pair(400e9, 1e9) is None  # a little baseline read (logs, metadata) is tolerated
+    contaminated = pair(400e9, 100e9)
+    assert contaminated.kind is ProblemKind.CONTAMINATED and "100.00 GB" in contaminated.text
     idle = pair(0.0, 0.0)
     assert idle.kind is ProblemKind.NOT_EXERCISED and "read nothing" in idle.text
+    # a background read of a storage host is no tier read: the phase moved 537 GB of KV
+    trickle = pair(4096.0, 0.0)
+    assert trickle.kind is ProblemKind.NOT_EXERCISED and "of its 536.9 GB of KV" in trickle.text
+    # a baseline whose storage hosts could not be read did not read "nothing"
+    blind = pair(400e9, 0.0, errors=("fx100: ssh: connection reset",))
+    assert blind.kind is ProblemKind.NOT_EXERCISED and "connection reset" in blind.text
+    # nothing sampled at all (no storage host, no store): no evidence, not "read nothing"
+    assert "no storage-side evidence" in pair(0.0, 0.0, hosts=0.0).text
     # the setting is a weaker one: a PASS it allowed needs a reviewer's sign-off
     raw = {"gates": {"g3": {"evidence": {"allow_storage_evidence": True}}}}
     assert [d.key for d in weakened(raw)] == ["gates.g3.evidence.allow_storage_evidence"]
+    # Without the setting none of this stands in for an engine's counter.
+    assert check_evidence({"accelerated": rep({"storage": {"bytes_read": 400e9,
+                                                           "hosts": 1.0}, **kv}),
+                           "baseline": rep({})}, Evidence()).kind is ProblemKind.NOT_EXERCISED
+
+
+def test_engine_counters_with_a_storage_host_that_read_nothing_are_not_enough() -> None:
+    """Counters count hits from any external tier; one in memory survives the engine's
+    restart too. Where the storage hosts were sampled, they must have been read."""
+    counted = {"exposes_external": True, "external_hit_share": 0.9}
+    unread = {**counted, "storage": {"bytes_read": 0.0, "hosts": 1.0}}
+    problem = check_evidence({"accelerated": rep(unread), "baseline": rep({})}, Evidence())
+    assert problem.kind is ProblemKind.NOT_EXERCISED
+    assert "storage hosts read nothing" in problem.text
+    read = {**counted, "storage": {"bytes_read": 5e9, "hosts": 1.0}}
+    assert check_evidence({"accelerated": rep(read), "baseline": rep({})}, Evidence()) is None
+    # no storage host sampled (none in the inventory's storage group): counters decide
+    assert check_evidence({"accelerated": rep(counted), "baseline": rep({})},
+                          Evidence()) is None
 
 
 def test_probe_assessment_says_what_g3_can_prove() -> None:
@@ -158,25 +189,36 @@ def test_mooncake_master_counters_prove_the_store_served_the_phase() -> None:
     assert cache_evidence(after, before).counter_reset  # a master restarted mid-phase
 
 
-def test_mooncake_counters_join_the_engines_in_a_cells_evidence() -> None:
+def test_mooncake_counters_are_storage_side_evidence_not_an_engines_word() -> None:
+    """A store's master counts for every client and counts memory-pool hits: with an
+    engine that has no tier counter (llama.cpp) it stands in only where storage-side
+    evidence is allowed (a sign-off), and then its served bytes must be of the phase's
+    order."""
     from harness.g3.evidence import summed_evidence
 
     llama = parse_metrics(LLAMACPP)
     idle = parse_metrics(mooncake_master(100, 90, 10_000, 0))
     read = parse_metrics(mooncake_master(1100, 990, 8_010_000, 0))
-    acc = summed_evidence([llama, idle], [llama, read], cache_evidence)
-    assert acc["exposes_external"] and acc["store_found"] == 900
-    assert acc["external_hit_share"] == 0.9
-    # the baseline's phase: the master did not move -> sound; it found objects -> not
-    still = summed_evidence([llama, read], [llama, read], cache_evidence)
-    assert check_evidence({"accelerated": rep(acc), "baseline": rep(still)},
-                          Evidence()) is None
-    served = summed_evidence([llama, idle], [llama, read], cache_evidence)
-    problem = check_evidence({"accelerated": rep(acc), "baseline": rep(served)}, Evidence())
+    acc = summed_evidence([llama, idle], [llama, read], cache_evidence, engines=1)
+    assert not acc["exposes_external"] and acc["store_exposes"]
+    assert acc["store_found"] == 900
+    still = summed_evidence([llama, read], [llama, read], cache_evidence, engines=1)
+    problem = check_evidence({"accelerated": rep(acc), "baseline": rep(still)}, Evidence())
+    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED
+    assert "no engine counter" in problem.text
+    allowed = Evidence(allow_storage_evidence=True)
+    small = {"client_prompt_tokens": 8.0, "kv_bytes_per_token": 262144.0}  # 2 MB of KV
+    assert check_evidence({"accelerated": rep({**acc, **small}), "baseline": rep(still)},
+                          allowed) is None
+    # 8 MB served to a phase that moved 537 GB of KV: not the tier that served it
+    big = {"client_prompt_tokens": 64 * 32000.0, "kv_bytes_per_token": 262144.0}
+    problem = check_evidence({"accelerated": rep({**acc, **big}), "baseline": rep(still)},
+                             allowed)
+    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED
+    assert "KV store served 0.01 GB" in problem.text
+    # the baseline's phase found objects in the store: contaminated
+    served = summed_evidence([llama, idle], [llama, read], cache_evidence, engines=1)
+    problem = check_evidence({"accelerated": rep({**acc, **small}), "baseline": rep(served)},
+                             allowed)
     assert problem is not None and problem.kind is ProblemKind.CONTAMINATED
     assert "KV store found 900 objects" in problem.text
-    # too few lookups found: not exercised
-    poor = summed_evidence([idle], [parse_metrics(mooncake_master(1100, 290, 0, 0))],
-                           cache_evidence)
-    problem = check_evidence({"accelerated": rep(poor), "baseline": rep(still)}, Evidence())
-    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED
