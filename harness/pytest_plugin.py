@@ -63,7 +63,8 @@ class GateContext:
     suite_dir: Path | None = None  # only an assertion raised in here is a STOP-LOSS
     resume_from: int | None = None
     dry_run: bool = False
-    simulated: bool = False
+    simulated: bool = False  # configured (gate.yaml `simulated:`) or detected
+    detected_simulated: bool = False  # a host or server of this run answered as simulated
     # Taken from the environment when the command line started (harness/secrets.py);
     # never in the config, never stored, never inherited by a child process.
     sudo_password: str | None = field(default=None, repr=False)
@@ -88,6 +89,7 @@ class GateContext:
     def mark_simulated(self) -> None:
         """Called when a server or a host's hardware reports it is simulated (detected,
         not only configured)."""
+        self.detected_simulated = True
         if not self.simulated:
             self.simulated = True
             store_runs.mark_simulated(self.store, self.run_id)

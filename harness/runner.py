@@ -314,6 +314,13 @@ def _finish(req: RunRequest, ctx: GateContext, plugin: GatePlugin, j: _Judged) -
         verdict, needs_signoff = Verdict.INCONCLUSIVE, True
         reason = "; ".join([r for r in (reason, WEAKENED_REASON) if r]) + \
             " (" + "; ".join(j.plan.weakened) + ")"
+    if verdict is Verdict.PASS and req.loaded.config.simulated and not ctx.detected_simulated:
+        # `simulated: true` relaxes rules a real site must meet (unverifiable items, no
+        # page-cache drop); at a site where nothing answered as simulated it is a mistake.
+        verdict = Verdict.INCONCLUSIVE
+        reason = ("gate.yaml says `simulated: true`, but nothing this run read answered as "
+                  "simulated: a real site's PASS cannot rest on the simulated lab's rules "
+                  "(remove `simulated:` from gate.yaml and run again)")
     store_runs.finish_run(req.store, ctx.run_id, verdict=verdict.value, reason=reason,
                           status=status, partial=partial, selected=selected, total=total,
                           needs_signoff=needs_signoff)

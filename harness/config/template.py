@@ -171,7 +171,9 @@ COMMENTS: dict[str, str] = {
     "report.logo": "an image (PNG, JPEG, GIF, SVG) on page 1, relative to this file; null: "
                    "none",
     "report.format": "pdf | html | both",
-    "simulated": "set by `gate demo`; a simulated engine is also detected",
+    "simulated": "set by `gate demo`; a simulated engine is also detected. Never at a real "
+                 "site: it relaxes rules there, and a run where nothing answered as "
+                 "simulated is no PASS",
     "engine": "vllm | sglang | tgi | llama.cpp | llama-cpp-python | ollama | generic; "
               "null: detected from the server's answers (docs/engines.md)",
 }

@@ -104,14 +104,27 @@ def test_deselected_run_is_partial_and_does_not_satisfy_the_next_gate(
 
 def test_a_simulated_pass_does_not_open_a_real_campaign(gate_cli: GateRunner,
                                                          site_dir: Path) -> None:
+    (site_dir / "hosts.ini").write_text(
+        "[gpu]\ngpu1 ansible_connection=local gate_sim_hardware=gpu-a100\n")
     cfg = site_dir / "gate.yaml"
     real = cfg.read_text()
     cfg.write_text(real + "simulated: true\n")
-    assert gate_cli("run", "G1", "--suite", suite("passing")).returncode == 0
-    assert gate_cli("run", "G2", "--suite", suite("passing")).returncode == 0  # sim -> sim
+    assert gate_cli("run", "G1", "--suite", suite("simhw")).returncode == 0
+    assert gate_cli("run", "G2", "--suite", suite("simhw")).returncode == 0  # sim -> sim
     cfg.write_text(real)
-    refused = gate_cli("run", "G2", "--suite", suite("passing"))
+    refused = gate_cli("run", "G2", "--suite", suite("simhw"))
     assert refused.returncode == 4 and "G2 needs G1 passed first" in refused.stderr
+
+
+def test_simulated_true_where_nothing_is_simulated_is_never_a_pass(
+        gate_cli: GateRunner, site_dir: Path) -> None:
+    """`simulated: true` relaxes rules a real site must meet (unverifiable G1 items, the
+    page-cache drop): a run where no host or engine answered as simulated is no PASS."""
+    cfg = site_dir / "gate.yaml"
+    cfg.write_text(cfg.read_text() + "simulated: true\n")
+    out = gate_cli("run", "G1", "--suite", suite("passing"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "nothing this run read answered as simulated" in out.stdout
 
 
 def test_simulated_hardware_flags_the_run_though_the_config_is_real(
