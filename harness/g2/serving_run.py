@@ -151,7 +151,10 @@ def _measured_something(outcome: PhaseOutcome, phase: str, cfg: SiteConfig) -> N
                                "and was stopped; its finished requests are stored",
                                stage=f"g2 serving {phase}")
     records: list[RequestRecord] = outcome.records
-    if records and not any(r.ok for r in records):
+    if not records:
+        raise MeasurementError(f"the baseline {phase} phase returned no request records",
+                               stage=f"g2 serving {phase}")
+    if not any(r.ok for r in records):
         report = explain(records, api=cfg.workload.api, model=cfg.model.name)
         first = report.samples[0].line() if report and report.samples else "?"
         hint = f"; likely cause: {report.hint}" if report and report.hint else ""

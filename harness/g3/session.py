@@ -427,8 +427,12 @@ def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str,
                     cfg: SiteConfig) -> None:
     """A phase where every request failed measured nothing: that is an ERROR to fix
     (wrong model, context too long, engine broken), not an infinitely slow arm. The
-    message quotes the server and names the likely cause (harness.loadgen.failures)."""
-    if records and not any(r.ok for r in records):
+    message quotes the server and names the likely cause (harness.loadgen.failures). A
+    phase with no record at all (a remote phase whose record file was lost) is one too."""
+    if not records:
+        raise MeasurementError(f"the {arm} {phase} phase returned no request records",
+                               stage=phase)
+    if not any(r.ok for r in records):
         report = explain(records, api=cfg.workload.api, model=cfg.model.name)
         first = report.samples[0].line() if report and report.samples else "?"
         hint = f"; likely cause: {report.hint}" if report and report.hint else ""
