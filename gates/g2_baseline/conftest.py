@@ -22,6 +22,7 @@ def _asked(ctx: GateContext) -> dict[str, bool]:
     return {"test_fio": bool(fio_cells(ctx.loaded.config, ctx.inventory)),
             "test_gpu_health": g2.gpu_health and bool(gpu_hosts(ctx.inventory)),
             "test_gds": g2.gds and bool(gpu_hosts(ctx.inventory)),
+            "test_gdsio": g2.gdsio is not None and bool(gpu_hosts(ctx.inventory)),
             "test_serving": bool(serving_cells(ctx.loaded.config))}
 
 

@@ -1,5 +1,5 @@
-"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS, the
-serving baseline of the baseline arm.
+"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS (the
+platform, and gdsio's GPU-direct read throughput), the serving baseline of the baseline arm.
 
 A figure below its bound is STOP-LOSS; fio that failed, a missing tool, an unreachable
 host is ERROR (nothing measured). Every raw output is an artifact with its sha256.
@@ -17,11 +17,13 @@ import pytest
 from harness.config.models import SiteConfig
 from harness.errors import Inconclusive, MeasurementError
 from harness.g2 import fio as g2fio
+from harness.g2 import gdsio as g2gdsio
 from harness.g2.plan import FioCell
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.plan import Cell
 from harness.probes.fio import parse_fio
+from harness.probes.gdsio import parse_gdsio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.pytest_plugin import CheckRecorder, GateContext
@@ -133,6 +135,48 @@ def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host
     if not gds.verified or gds.gpus_supporting < gds.gpus or not gds.gpus:
         pytest.fail(f"{gpu_host} GDS: {gds.gpus_supporting} of {gds.gpus} GPUs, platform "
                     f"{'verified' if gds.verified else 'not verified'}", pytrace=False)
+
+
+def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
+               gpu_host: str) -> None:
+    """gdsio's GPU-direct sequential read on the accelerator volume against the vendor's
+    GiB/s x min_fraction; a run cuFile served in compat mode is not GDS (STOP-LOSS). No
+    gdsio on the host: ERROR, or SKIPPED where the site lists test_gdsio as optional."""
+    check.host = gpu_host
+    g2 = site.gates.g2
+    spec = g2.gdsio
+    assert spec is not None  # only collected when configured (harness/g2/plan.py)
+    expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
+    check.expect(expected)
+    host = gate.transport_pool().get(gpu_host)
+    work = g2gdsio.work_dir(spec)
+    host.run(["mkdir", "-p", work], timeout=30).check("g2 gdsio directory")
+    try:
+        result = host.run(g2gdsio.argv(spec), timeout=spec.seconds * 4 + 300,
+                          env=g2gdsio.env(spec))
+        log = host.run(["cat", f"{work}/{g2gdsio.LOG_NAME}"], timeout=30)
+    finally:
+        host.run(["rm", "-rf", work], timeout=300)
+    _save(gate, gpu_host, "gdsio", result)
+    if result.rc == MISSING:  # never a silent pass: SKIPPED only where declared optional
+        check.measure("gdsio not installed")
+        if any(o and o in f"test_gdsio[{gpu_host}]" for o in gate.optional):
+            pytest.skip(f"gdsio not installed on {gpu_host}")
+        raise MeasurementError(f"{describe(result.argv)}: gdsio is not installed "
+                               f"({tail(result.stderr, 160)})", host=gpu_host, stage="g2 gdsio",
+                               hint="install GDS's tools, or list test_gdsio in "
+                                    "gates.g2.optional")
+    text = _ok(result, gpu_host)
+    verdict = g2gdsio.judge(parse_gdsio("\n".join((text, result.stderr,
+                                                   log.stdout if log.ok else ""))), bound)
+    check.measure(verdict.measured)
+    if verdict.error:
+        raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gdsio")
+    gate.recorder.host_fact(host=gpu_host, key="gdsio read GiB/s",
+                            value=round(verdict.gib_s, 3), simulated=gate.simulated)
+    if verdict.missed:
+        pytest.fail(f"{gpu_host} GDS read: " + "; ".join(verdict.missed)
+                    + f" (expected {expected})", pytrace=False)
 
 
 def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecorder,

@@ -46,6 +46,23 @@ class G2Serving(Frozen):
     max_failed_share: float = Field(default=0.0, ge=0, le=0.05)
 
 
+class Gdsio(Frozen):
+    """GDS read throughput on the accelerator volume, per GPU host: `gdsio -D DIR -d gpu
+    -w threads -s size -i io_size -x 0 -I 0 -T seconds` (-x 0: GPU-direct, GPUD) against
+    the vendor's GiB/s x min_fraction (None: measured and shown, not judged)."""
+
+    # A directory on the accelerator volume; gdsio's files go to gate-gdsio/ in it, which
+    # G2 removes afterwards.
+    path: str = Field(min_length=1)
+    size: str = Field(default="4G", pattern=r"^\d+[KMG]?$")  # -s: each thread's file
+    io_size: str = Field(default="1M", pattern=r"^\d+[KMG]?$")  # -i
+    threads: int = Field(default=4, ge=1, le=256)  # -w
+    seconds: float = Field(default=30, gt=0)  # -T
+    gpu: int = Field(default=0, ge=0)  # -d: the GPU index the reads land in
+    read_gib_s: float | None = Field(default=None, gt=0)  # the vendor's figure
+    gdsio: str = "gdsio"  # e.g. /usr/local/cuda/gds/tools/gdsio
+
+
 class G2(Frozen):
     fio: list[FioTarget] = Field(default_factory=list)
     numjobs: int = Field(default=4, ge=1, le=256)  # random read 4k qd32 x numjobs
@@ -54,5 +71,6 @@ class G2(Frozen):
     dcgm_level: int = Field(default=1, ge=1, le=4)
     gds: bool = False  # gdscheck -p must verify the platform
     gdscheck: str = "gdscheck"
+    gdsio: Gdsio | None = None  # null: no GDS throughput measured
     serving: G2Serving | None = G2Serving()  # null: not measured (weakened at a real site)
     optional: list[str] = Field(default_factory=list)

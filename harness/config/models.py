@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import Frozen
-from harness.config.baseline import G2, FioSpec, FioTarget, G2Serving
+from harness.config.baseline import G2, FioSpec, FioTarget, G2Serving, Gdsio
 from harness.config.bom import (
     G1,
     G1_HEALTH,
@@ -32,7 +32,7 @@ from harness.config.bom import (
 __all__ = [
     "CRITERIA", "G1", "G1_HEALTH", "G2", "G3", "G4", "Action", "Arm", "Arms", "Bom",
     "Campaign", "CommandAction", "Criterion", "Estimate", "Evidence", "FileDigest",
-    "FioSpec", "FioTarget", "Frozen", "G2Serving", "G3Thresholds", "Gates", "GpuBom",
+    "FioSpec", "FioTarget", "Frozen", "G2Serving", "G3Thresholds", "Gates", "Gdsio", "GpuBom",
     "Instance", "Layout", "Load", "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom",
     "PlaybookAction", "Repetitions", "Report", "Site", "SiteConfig", "SoftwareBom",
     "VolumeBom", "WeightsBom", "Workload",
