@@ -14,8 +14,9 @@ import math
 
 import pytest
 
-from harness.config.models import SiteConfig
+from harness.config.models import Layout, SiteConfig
 from harness.errors import Inconclusive, MeasurementError
+from harness.g2 import engine_version
 from harness.g2 import fio as g2fio
 from harness.g2 import gdsio as g2gdsio
 from harness.g2.plan import FioCell
@@ -203,3 +204,32 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
                     pytrace=False)
     if verdict.undecided:
         raise Inconclusive(f"{serving_cell.key}: " + "; ".join(verdict.undecided))
+
+
+def test_engine_version(gate: GateContext, site: SiteConfig, serving: ServingBaseline,
+                        check: CheckRecorder, serving_layout: Layout) -> None:
+    """The baseline arm's running engines (what /version etc. report once started) against
+    the version the software BOM orders for their hosts: a mismatch is STOP-LOSS; nothing
+    to compare is ERROR, or SKIPPED where test_engine_version is optional."""
+    running = serving.running_engines(serving_layout)
+    check.host = serving_layout.instances[0].host
+    orders = {one.host: engine_version.ordered(site, gate.inventory, one.host)
+              for one in running}
+    found = engine_version.compare(running, orders)
+    check.expect(found.expected)
+    check.measure(found.found)
+    for one in running:
+        gate.recorder.host_fact(host=one.host, key=f"engine version {one.url}",
+                                value={"engine": one.engine, "version": one.version},
+                                simulated=gate.simulated)
+    if found.mismatch:
+        pytest.fail(f"{serving_layout.name} engine: " + "; ".join(found.mismatch),
+                    pytrace=False)
+    if found.unknown:
+        why = "; ".join(found.unknown)
+        if any(o and o in f"test_engine_version[{serving_layout.name}]" for o in gate.optional):
+            pytest.skip(f"not comparable: {why}")
+        raise MeasurementError(f"the running engine cannot be compared with the BOM: {why}",
+                               stage="g2 engine version",
+                               hint="order the engine in gates.g1.bom.<group>.software, or "
+                                    "list test_engine_version in gates.g2.optional")

@@ -1,13 +1,14 @@
 """G2's plan: per host of a target's group, the four fio jobs; per GPU host, GPU health
 and (when asked) GDS and gdsio's read throughput; with gates.g2.serving, the serving
-baseline per G3 layout x tier."""
+baseline per G3 layout x tier and, per layout it starts, the running engine's version
+against the software BOM."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.config.inventory import Inventory
-from harness.config.models import G2, FioTarget, G2Serving, SiteConfig
+from harness.config.models import G2, FioTarget, G2Serving, Layout, SiteConfig
 from harness.errors import UsageError
 from harness.g3.plan import Cell, cells, layouts
 
@@ -50,6 +51,12 @@ def serving_cells(config: SiteConfig) -> list[Cell]:
             for tier in serving.tiers or config.gates.g3.tiers]
 
 
+def serving_layouts(config: SiteConfig) -> list[Layout]:
+    """The layouts the serving baseline starts: each one's running engine is compared
+    with the software BOM (test_engine_version)."""
+    return list({c.layout.name: c.layout for c in serving_cells(config)}.values())
+
+
 def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
     g2 = config.gates.g2
     checks = [f"test_fio[{c.key}]" for c in fio_cells(config, inventory)]
@@ -60,6 +67,7 @@ def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
     if g2.gdsio is not None:
         checks += [f"test_gdsio[{h}]" for h in gpu_hosts(inventory)]
     checks += [f"test_serving[{c.key}]" for c in serving_cells(config)]
+    checks += [f"test_engine_version[{la.name}]" for la in serving_layouts(config)]
     return checks
 
 
