@@ -70,7 +70,11 @@ class ServingBaseline:
         that measured nothing (every request failed, or stopped at phase_timeout)."""
         layout = cell.layout
         try:
-            self.control.start(ARM, layout)
+            try:
+                self.control.start(ARM, layout)
+            except Exception as exc:  # test_engine_version says so too, without a restart
+                self.engine_errors.setdefault(layout.name, f"the arm did not start ({exc})")
+                raise
             self.watch.observe(ARM, layout)  # recorded: stopped at the run's end if left
             self._identify(layout)
             reps = self.limits.repetitions
