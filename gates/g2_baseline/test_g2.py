@@ -218,10 +218,10 @@ def test_engine_version(gate: GateContext, site: SiteConfig, serving: ServingBas
     found = engine_version.compare(running, orders)
     check.expect(found.expected)
     check.measure(found.found)
-    for one in running:
-        gate.recorder.host_fact(host=one.host, key=f"engine version {one.url}",
-                                value={"engine": one.engine, "version": one.version},
-                                simulated=gate.simulated)
+    for i, one in enumerate(running):  # keyed like G3's `engine baseline TP8#0`
+        gate.recorder.host_fact(host=one.host, key=f"engine version {serving_layout.name}#{i}",
+                                value={"url": one.url, "engine": one.engine,
+                                       "version": one.version}, simulated=gate.simulated)
     if found.mismatch:
         pytest.fail(f"{serving_layout.name} engine: " + "; ".join(found.mismatch),
                     pytrace=False)
