@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.config.inventory import load_inventory
-from harness.config.models import SiteConfig
+from harness.config.models import Instance, Layout, SiteConfig
+from harness.errors import MeasurementError
 from harness.g2.engine_version import Ordered, RunningEngine, compare, identity, ordered
+from harness.g2.serving_run import ServingBaseline
 from harness.loadgen.engines import detect
 
 ENGINES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
@@ -59,3 +63,21 @@ def test_the_order_comes_from_the_hosts_group(tmp_path: Path) -> None:
     assert ordered(config, inventory, "g1") == VLLM.__class__(
         "gates.g1.bom.gpu.software.packages", {"vllm": "0.6.3"})
     assert ordered(config, inventory, "c1").packages is None
+
+
+class _NoStart:
+    """An arm control that must not be asked again (a real start can take minutes)."""
+
+    def start(self, arm: str, layout: object) -> None:
+        raise AssertionError("started a second time")
+
+
+def test_an_arm_that_did_not_start_is_not_started_again() -> None:
+    layout = Layout(name="TP8", tp=8, instances=[Instance(host="gpu1", port=8000)])
+    serving = ServingBaseline(gate=None, control=_NoStart(), watch=None)  # type: ignore[arg-type]
+    serving.engine_errors["TP8"] = "the arm did not start (health timeout)"
+    with pytest.raises(MeasurementError, match="did not start"):
+        serving.running_engines(layout)
+    running = [RunningEngine("http://gpu1:8000", "gpu1", "vllm", "0.6.3")]
+    serving.engines["TP8"] = running  # a later cell of the layout started and answered
+    assert serving.running_engines(layout) == running
