@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.g2.plan import fio_cells, gpu_hosts, serving_cells
+from harness.g2.plan import fio_cells, gpu_hosts, serving_cells, serving_layouts
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.arms import ArmControl, transport_action_runner
 from harness.g3.engines import EngineWatch, clean_slate
@@ -22,13 +22,15 @@ def _asked(ctx: GateContext) -> dict[str, bool]:
     return {"test_fio": bool(fio_cells(ctx.loaded.config, ctx.inventory)),
             "test_gpu_health": g2.gpu_health and bool(gpu_hosts(ctx.inventory)),
             "test_gds": g2.gds and bool(gpu_hosts(ctx.inventory)),
-            "test_serving": bool(serving_cells(ctx.loaded.config))}
+            "test_gdsio": g2.gdsio is not None and bool(gpu_hosts(ctx.inventory)),
+            "test_serving": bool(serving_cells(ctx.loaded.config)),
+            "test_engine_version": bool(serving_cells(ctx.loaded.config))}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx: GateContext = metafunc.config.stash[GATE_KEY]
     if not _asked(ctx).get(metafunc.function.__name__, True):
-        name = next(n for n in ("cell", "serving_cell", "gpu_host")
+        name = next(n for n in ("cell", "serving_cell", "serving_layout", "gpu_host")
                     if n in metafunc.fixturenames)
         metafunc.parametrize(name, [None])
         return
@@ -41,6 +43,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "serving_cell" in metafunc.fixturenames:
         chosen = serving_cells(ctx.loaded.config)
         metafunc.parametrize("serving_cell", chosen, ids=[c.key for c in chosen])
+    if "serving_layout" in metafunc.fixturenames:
+        started = serving_layouts(ctx.loaded.config)
+        metafunc.parametrize("serving_layout", started, ids=[la.name for la in started])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

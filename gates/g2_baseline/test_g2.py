@@ -1,5 +1,5 @@
-"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS, the
-serving baseline of the baseline arm.
+"""G2 checks: real fio on each target against the vendor's figures, GPU health, GDS (the
+platform, and gdsio's GPU-direct read throughput), the serving baseline of the baseline arm.
 
 A figure below its bound is STOP-LOSS; fio that failed, a missing tool, an unreachable
 host is ERROR (nothing measured). Every raw output is an artifact with its sha256.
@@ -14,14 +14,17 @@ import math
 
 import pytest
 
-from harness.config.models import SiteConfig
+from harness.config.models import Layout, SiteConfig
 from harness.errors import Inconclusive, MeasurementError
+from harness.g2 import engine_version
 from harness.g2 import fio as g2fio
+from harness.g2 import gdsio as g2gdsio
 from harness.g2.plan import FioCell
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.plan import Cell
 from harness.probes.fio import parse_fio
+from harness.probes.gdsio import parse_gdsio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.pytest_plugin import CheckRecorder, GateContext
@@ -135,6 +138,48 @@ def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host
                     f"{'verified' if gds.verified else 'not verified'}", pytrace=False)
 
 
+def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
+               gpu_host: str) -> None:
+    """gdsio's GPU-direct sequential read on the accelerator volume against the vendor's
+    GiB/s x min_fraction; a run cuFile served in compat mode is not GDS (STOP-LOSS). No
+    gdsio on the host: ERROR, or SKIPPED where the site lists test_gdsio as optional."""
+    check.host = gpu_host
+    g2 = site.gates.g2
+    spec = g2.gdsio
+    assert spec is not None  # only collected when configured (harness/g2/plan.py)
+    expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
+    check.expect(expected)
+    host = gate.transport_pool().get(gpu_host)
+    work = g2gdsio.work_dir(spec)
+    host.run(["mkdir", "-p", work], timeout=30).check("g2 gdsio directory")
+    try:
+        result = host.run(g2gdsio.argv(spec), timeout=spec.seconds * 4 + 300,
+                          env=g2gdsio.env(spec))
+        log = host.run(["cat", f"{work}/{g2gdsio.LOG_NAME}"], timeout=30)
+    finally:
+        host.run(["rm", "-rf", work], timeout=300)
+    _save(gate, gpu_host, "gdsio", result)
+    if result.rc == MISSING:  # never a silent pass: SKIPPED only where declared optional
+        check.measure("gdsio not installed")
+        if any(o and o in f"test_gdsio[{gpu_host}]" for o in gate.optional):
+            pytest.skip(f"gdsio not installed on {gpu_host}")
+        raise MeasurementError(f"{describe(result.argv)}: gdsio is not installed "
+                               f"({tail(result.stderr, 160)})", host=gpu_host, stage="g2 gdsio",
+                               hint="install GDS's tools, or list test_gdsio in "
+                                    "gates.g2.optional")
+    text = _ok(result, gpu_host)
+    verdict = g2gdsio.judge(parse_gdsio("\n".join((text, result.stderr,
+                                                   log.stdout if log.ok else ""))), bound)
+    check.measure(verdict.measured)
+    if verdict.error:
+        raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gdsio")
+    gate.recorder.host_fact(host=gpu_host, key="gdsio read GiB/s",
+                            value=round(verdict.gib_s, 3), simulated=gate.simulated)
+    if verdict.missed:
+        pytest.fail(f"{gpu_host} GDS read: " + "; ".join(verdict.missed)
+                    + f" (expected {expected})", pytrace=False)
+
+
 def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecorder,
                  serving_cell: Cell) -> None:
     """The baseline arm alone at one G3 layout x tier: no failed requests (or at most the
@@ -159,3 +204,32 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
                     pytrace=False)
     if verdict.undecided:
         raise Inconclusive(f"{serving_cell.key}: " + "; ".join(verdict.undecided))
+
+
+def test_engine_version(gate: GateContext, site: SiteConfig, serving: ServingBaseline,
+                        check: CheckRecorder, serving_layout: Layout) -> None:
+    """The baseline arm's running engines (what /version etc. report once started) against
+    the version the software BOM orders for their hosts: a mismatch is STOP-LOSS; nothing
+    to compare is ERROR, or SKIPPED where test_engine_version is optional."""
+    running = serving.running_engines(serving_layout)
+    check.host = serving_layout.instances[0].host
+    orders = {one.host: engine_version.ordered(site, gate.inventory, one.host)
+              for one in running}
+    found = engine_version.compare(running, orders)
+    check.expect(found.expected)
+    check.measure(found.found)
+    for i, one in enumerate(running):  # keyed like G3's `engine baseline TP8#0`
+        gate.recorder.host_fact(host=one.host, key=f"engine version {serving_layout.name}#{i}",
+                                value={"url": one.url, "engine": one.engine,
+                                       "version": one.version}, simulated=gate.simulated)
+    if found.mismatch:
+        pytest.fail(f"{serving_layout.name} engine: " + "; ".join(found.mismatch),
+                    pytrace=False)
+    if found.unknown:
+        why = "; ".join(found.unknown)
+        if any(o and o in f"test_engine_version[{serving_layout.name}]" for o in gate.optional):
+            pytest.skip(f"not comparable: {why}")
+        raise MeasurementError(f"the running engine cannot be compared with the BOM: {why}",
+                               stage="g2 engine version",
+                               hint="order the engine in gates.g1.bom.<group>.software, or "
+                                    "list test_engine_version in gates.g2.optional")

@@ -9,12 +9,34 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from harness.config.base import Frozen
+from harness.config.baseline import G2, FioSpec, FioTarget, G2Serving, Gdsio
+from harness.config.bom import (
+    G1,
+    G1_HEALTH,
+    Bom,
+    FileDigest,
+    GpuBom,
+    NicBom,
+    NvmeBom,
+    OsBom,
+    SoftwareBom,
+    VolumeBom,
+    WeightsBom,
+)
 
-class Frozen(BaseModel):
-    # inf / nan are never a setting (`band_top: .inf` would switch the band off).
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+# The G1 and G2 sections live in their own modules (bom.py, baseline.py); every name
+# stays importable from here.
+__all__ = [
+    "CRITERIA", "G1", "G1_HEALTH", "G2", "G3", "G4", "Action", "Arm", "Arms", "Bom",
+    "Campaign", "CommandAction", "Criterion", "Estimate", "Evidence", "FileDigest",
+    "FioSpec", "FioTarget", "Frozen", "G2Serving", "G3Thresholds", "Gates", "Gdsio", "GpuBom",
+    "Instance", "Layout", "Load", "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom",
+    "PlaybookAction", "Repetitions", "Report", "Site", "SiteConfig", "SoftwareBom",
+    "VolumeBom", "WeightsBom", "Workload",
+]
 
 
 class Site(Frozen):
@@ -148,139 +170,6 @@ class Workload(Frozen):
     docs_per_concurrency: int = Field(default=4, gt=0)
     min_docs: int = Field(default=64, ge=0, description="documents per phase, at least")
 
-
-# G1's bill of materials (harness/g1): what each host of an inventory group must have.
-# Models are matched as case-insensitive substrings of what the tool reports ("A100-SXM4-80GB"
-# matches "NVIDIA A100-SXM4-80GB"); versions compare numerically ("535.54" <= "535.104.05").
-class GpuBom(Frozen):
-    model: str = Field(min_length=1)
-    count: int = Field(ge=0)
-    min_driver: str | None = None
-    min_cuda: str | None = None
-
-
-class NvmeBom(Frozen):
-    model: str = Field(min_length=1)
-    count: int = Field(ge=0)
-    min_capacity_gb: float | None = Field(default=None, gt=0, description="per drive, 1e9 B")
-    firmware: str | None = None
-
-
-class NicBom(Frozen):
-    # ibstat's CA type (MT4129) or, with `interfaces`, ethtool -i's driver (mlx5_core)
-    model: str = Field(min_length=1)
-    count: int = Field(ge=0)
-    interfaces: list[str] = Field(default_factory=list, description="empty: read ibstat")
-    min_rate_gbps: float | None = Field(default=None, gt=0)
-    firmware: str | None = None
-
-
-class VolumeBom(Frozen):
-    """The accelerator's volume as this host sees it: an NVMe-oF subsystem."""
-
-    nqn: str = Field(min_length=1)
-    transport: Literal["tcp", "rdma", "fc", "pcie"] = "tcp"
-    min_paths: int = Field(default=1, ge=1, description="live paths at least")
-    min_size_gb: float | None = Field(default=None, gt=0)
-
-
-class OsBom(Frozen):
-    os: str | None = None  # a substring of /etc/os-release PRETTY_NAME
-    kernel: str | None = None  # a prefix of `uname -r`
-
-
-class FileDigest(Frozen):
-    size: int = Field(ge=0)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-
-
-class WeightsBom(Frozen):
-    """Model weights identified by a manifest: relative path -> size and sha256."""
-
-    directory: str = Field(min_length=1)
-    manifest: dict[str, FileDigest] = Field(min_length=1)
-
-
-class SoftwareBom(Frozen):
-    python: str = "python3"  # the engine's interpreter on the host
-    packages: dict[str, str] = Field(min_length=1, description="distribution -> version")
-
-
-class Bom(Frozen):
-    software: SoftwareBom | None = None
-    weights: WeightsBom | None = None
-    gpu: GpuBom | None = None
-    nvme: NvmeBom | None = None
-    nic: NicBom | None = None
-    gds: bool | None = None  # true: gdscheck -p must show GDS supported on every GPU
-    volume: VolumeBom | None = None
-    os: OsBom | None = None
-
-
-G1_HEALTH = ("gpu-ecc", "gpu-link", "xid", "pcie", "nvme-smart", "ib-ports")
-
-
-class G1(Frozen):
-    # inventory group -> what each of its hosts must have (a host in two groups with a BOM
-    # is refused: which one applies would be a guess)
-    bom: dict[str, Bom] = Field(default_factory=dict)
-    # item or health check -> why this lab cannot check it (e.g. a simulated host with no
-    # capture of that tool). Shown as SKIPPED with the reason, never a silent PASS.
-    unverifiable: dict[str, str] = Field(default_factory=dict)
-    clock_offset_s: float = Field(default=1.0, gt=0, le=3600)
-    gdscheck: str = "gdscheck"  # e.g. /usr/local/cuda/gds/tools/gdscheck
-    probe_timeout: float = Field(default=120.0, gt=0)
-    optional: list[str] = Field(default_factory=list)
-
-
-class FioSpec(Frozen):
-    """The vendor's figures for a target; G2 asks `min_fraction` of each (None: measured
-    and shown, not judged)."""
-
-    seq_read_mbps: float | None = Field(default=None, gt=0)
-    seq_write_mbps: float | None = Field(default=None, gt=0)
-    rand_read_iops: float | None = Field(default=None, gt=0)
-    lat_qd1_p99_us: float | None = Field(default=None, gt=0, description="at most")
-
-
-class FioTarget(Frozen):
-    name: str = Field(min_length=1, pattern=r"^[\w.-]+$")  # "local-nvme", "fx100"
-    group: str = "gpu"  # the inventory group whose hosts run it
-    # A directory on the target (fio writes gate-fio.<name>.dat there and G2 removes it);
-    # a raw device (/dev/...) only with destructive: true: the write job overwrites it.
-    path: str = Field(min_length=1)
-    destructive: bool = False
-    size: str = "4G"  # fio's --size per job
-    runtime_s: float = Field(default=30, gt=0)
-    direct: bool = True  # O_DIRECT; false only where the filesystem refuses it (tmpfs)
-    spec: FioSpec = FioSpec()
-
-
-# G2's serving baseline (harness/g2/serving.py): the baseline arm alone at G3's layouts x
-# tiers with G3's workload, checked for sanity before any A/B. A limit looser than its
-# default makes a PASS need a reviewer's sign-off (harness/g2/plan.py:weakened).
-class G2Serving(Frozen):
-    # Empty: G3's (gates.g3.layouts, gates.g3.tiers); fewer at a real site is weakened.
-    layouts: list[str] = Field(default_factory=list)
-    tiers: list[int] = Field(default_factory=list)
-    repetitions: int = Field(default=3, ge=2, le=20, description="measured phases per cell")
-    # Documents a repetition (each asked once); 0: G3's own count for the tier.
-    docs: int = Field(default=0, ge=0)
-    max_cv: float = Field(default=0.10, gt=0, le=0.25,
-                          description="repetition-to-repetition CV of TTFT p50 and throughput")
-    max_failed_share: float = Field(default=0.0, ge=0, le=0.05)
-
-
-class G2(Frozen):
-    fio: list[FioTarget] = Field(default_factory=list)
-    numjobs: int = Field(default=4, ge=1, le=256)  # random read 4k qd32 x numjobs
-    min_fraction: float = Field(default=0.9, gt=0, le=1)
-    gpu_health: bool = True  # dcgmi diag where dcgmi exists, nvidia-smi checks otherwise
-    dcgm_level: int = Field(default=1, ge=1, le=4)
-    gds: bool = False  # gdscheck -p must verify the platform
-    gdscheck: str = "gdscheck"
-    serving: G2Serving | None = G2Serving()  # null: not measured (weakened at a real site)
-    optional: list[str] = Field(default_factory=list)
 
 
 # G3's decision settings carry their bounds here: a threshold may be made stricter, never

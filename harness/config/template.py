@@ -102,6 +102,10 @@ COMMENTS: dict[str, str] = {
     "gates.g2.dcgm_level": "dcgmi diag -r level (1 quick ... 4 long)",
     "gates.g2.gds": "gdscheck -p must verify the GDS platform",
     "gates.g2.gdscheck": "path of gdscheck on the GPU hosts",
+    "gates.g2.gdsio": "GDS read throughput per GPU host: gdsio -x 0 (GPU-direct) in a "
+                      "directory on the accelerator volume, against read_gib_s x "
+                      "min_fraction (docs/config.md); null: not measured. No gdsio on a "
+                      "host is ERROR unless test_gdsio is in optional",
     "gates.g2.serving": "serving baseline: the baseline arm alone at G3's layouts x tiers "
                         "with G3's workload (null: not measured; then a PASS needs a "
                         "sign-off)",
@@ -198,6 +202,8 @@ EXAMPLES: dict[str, list[str]] = {
         "  # argv / env / what the server reports; `gate run G3` names any other):",
         "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
     ],
+    "gates.g2.gdsio": ["null  # e.g. {path: /mnt/fx100/gate-test, read_gib_s: 12.0, size: 4G, "
+                       "io_size: 1M, threads: 4, seconds: 30, gpu: 0}"],
     "layouts": [
         "- {name: TP8,   tp: 8, instances: [{host: gpu1, port: 8000}]}",
         "- {name: TP4x2, tp: 4, instances: [{host: gpu1, port: 8000}, {host: gpu1, port: 8001}]}",
@@ -265,7 +271,7 @@ def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str]) -> 
             out.append(f"{pad}# {comment}")
         example = EXAMPLES.get(key)
         sub = _section(field)
-        if example is not None and (len(example) > 1 or sub is not None or key == "layouts"):
+        if example is not None and (len(example) > 1 or key == "layouts"):  # else inline
             out.append(f"{pad}{name}:")
             out += [f"{pad}  {line}" for line in example]
         elif example is not None:

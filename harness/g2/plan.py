@@ -1,12 +1,14 @@
 """G2's plan: per host of a target's group, the four fio jobs; per GPU host, GPU health
-and (when asked) GDS; with gates.g2.serving, the serving baseline per G3 layout x tier."""
+and (when asked) GDS and gdsio's read throughput; with gates.g2.serving, the serving
+baseline per G3 layout x tier and, per layout it starts, the running engine's version
+against the software BOM."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.config.inventory import Inventory
-from harness.config.models import G2, FioTarget, G2Serving, SiteConfig
+from harness.config.models import G2, FioTarget, G2Serving, Layout, SiteConfig
 from harness.errors import UsageError
 from harness.g3.plan import Cell, cells, layouts
 
@@ -49,6 +51,12 @@ def serving_cells(config: SiteConfig) -> list[Cell]:
             for tier in serving.tiers or config.gates.g3.tiers]
 
 
+def serving_layouts(config: SiteConfig) -> list[Layout]:
+    """The layouts the serving baseline starts: each one's running engine is compared
+    with the software BOM (test_engine_version)."""
+    return list({c.layout.name: c.layout for c in serving_cells(config)}.values())
+
+
 def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
     g2 = config.gates.g2
     checks = [f"test_fio[{c.key}]" for c in fio_cells(config, inventory)]
@@ -56,7 +64,10 @@ def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
         checks += [f"test_gpu_health[{h}]" for h in gpu_hosts(inventory)]
     if g2.gds:
         checks += [f"test_gds[{h}]" for h in gpu_hosts(inventory)]
+    if g2.gdsio is not None:
+        checks += [f"test_gdsio[{h}]" for h in gpu_hosts(inventory)]
     checks += [f"test_serving[{c.key}]" for c in serving_cells(config)]
+    checks += [f"test_engine_version[{la.name}]" for la in serving_layouts(config)]
     return checks
 
 
@@ -66,6 +77,8 @@ def weakened(config: SiteConfig) -> list[str]:
            for t in g2.fio if not t.direct]
     out += [f"G2 fio {t.name}: no vendor figures, measured but not judged"
             for t in g2.fio if t.spec == type(t.spec)()]
+    if g2.gdsio is not None and g2.gdsio.read_gib_s is None:
+        out.append("G2 gdsio: no vendor figure (read_gib_s), measured but not judged")
     if g2.min_fraction < DEFAULT_MIN_FRACTION:
         out.append(f"G2 fio: min_fraction {g2.min_fraction:g} of the vendor's figures "
                    f"(default {DEFAULT_MIN_FRACTION:g})")
@@ -94,9 +107,14 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
     g2 = config.gates.g2
     if g2.serving is not None and config.arms is not None:
         _validate_serving(config, g2.serving)
-    if not g2.fio and not g2.gpu_health and not g2.gds and not serving_cells(config):
+    if (not g2.fio and not g2.gpu_health and not g2.gds and g2.gdsio is None
+            and not serving_cells(config)):
         raise UsageError("G2 has nothing to measure", key="gates.g2",
-                         hint="add fio targets, or gpu_health / gds / serving")
+                         hint="add fio targets, or gpu_health / gds / gdsio / serving")
+    if g2.gdsio is not None and g2.gdsio.path.startswith("/dev/"):
+        raise UsageError(f"{g2.gdsio.path} is a device: gdsio reads files in a directory",
+                         key="gates.g2.gdsio.path",
+                         hint="a directory on the accelerator volume's filesystem")
     seen = set()
     for i, t in enumerate(g2.fio):
         key = f"gates.g2.fio.{i}"

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field, replace
 
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
-from harness.config.models import G2Serving, SiteConfig
-from harness.errors import MeasurementError
+from harness.config.models import G2Serving, Layout, SiteConfig
+from harness.errors import GateError, MeasurementError
+from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
 from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
@@ -50,6 +51,9 @@ class ServingBaseline:
     watch: EngineWatch
     executor: Executor = field(default_factory=InProcessExecutor)
     phases_started: int = 0
+    # layout -> its running engines as they answered once started (test_engine_version)
+    engines: dict[str, list[RunningEngine]] = field(default_factory=dict)
+    engine_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def config(self) -> SiteConfig:
@@ -66,8 +70,13 @@ class ServingBaseline:
         that measured nothing (every request failed, or stopped at phase_timeout)."""
         layout = cell.layout
         try:
-            self.control.start(ARM, layout)
+            try:
+                self.control.start(ARM, layout)
+            except Exception as exc:  # test_engine_version says so too, without a restart
+                self.engine_errors.setdefault(layout.name, f"the arm did not start ({exc})")
+                raise
             self.watch.observe(ARM, layout)  # recorded: stopped at the run's end if left
+            self._identify(layout)
             reps = self.limits.repetitions
             sets = self._documents(cell)
             spares = iter(sets[1 + reps:])
@@ -84,6 +93,41 @@ class ServingBaseline:
             with contextlib.suppress(Exception):  # the measuring error is the one to report
                 self.control.stop(ARM, layout)
             self.watch.stopped(ARM, layout)
+
+    def running_engines(self, layout: Layout) -> list[RunningEngine]:
+        """The arm's engines of `layout` as they answered when started for the serving
+        baseline; started (and stopped) here when no serving cell of the layout ran."""
+        if layout.name not in self.engines and layout.name not in self.engine_errors:
+            try:
+                self.control.start(ARM, layout)
+                self.watch.observe(ARM, layout)
+                self._identify(layout)
+            finally:
+                with contextlib.suppress(Exception):
+                    self.control.stop(ARM, layout)
+                self.watch.stopped(ARM, layout)
+        if layout.name in self.engines:  # read at some start, even if another failed
+            return self.engines[layout.name]
+        raise MeasurementError(f"the baseline engines of {layout.name} did not say what "
+                               f"they are: {self.engine_errors[layout.name]}",
+                               stage="g2 engine version")
+
+    def _identify(self, layout: Layout) -> None:
+        """What each instance reports (/v1/models, /version, /info ...), read once; an
+        endpoint that does not answer is kept as the error, not raised into the cell."""
+        from harness.loadgen.probe import probe_all
+
+        if layout.name in self.engines:
+            return
+        eps = endpoints(self.config, self.gate.inventory, ARM, layout)
+        try:
+            infos = probe_all([ep.url for ep in eps], engine=self.config.engine)
+        except GateError as exc:
+            self.engine_errors[layout.name] = exc.one_line()
+            return
+        self.engines[layout.name] = [
+            RunningEngine(ep.url, ep.host, info.engine.name if info.engine else "generic",
+                          info.version) for ep, info in zip(eps, infos, strict=True)]
 
     def _supersede(self, cell: Cell, rep: int, why: str) -> None:
         supersede_pair(self.gate.store, self.gate.run_id, cell.layout.name, cell.tier, rep,

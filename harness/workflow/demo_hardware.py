@@ -127,8 +127,9 @@ loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={C
 def g2_yaml(root: Path) -> str:
     """The `gates.g2` section: real fio on real files in the demo's directory (the GPU
     host's local disk and the storage host's volume, both directories here; never G3's
-    tier directory, whose contents G3 measures), GPU health from the captures, the
-    baseline arm's serving baseline on one cell."""
+    tier directory, whose contents G3 measures), GPU health from the captures, gdsio
+    declared optional (no shippable capture), the baseline arm's serving baseline on one
+    cell."""
     common = ("size: 16M, runtime_s: 1, direct: false, spec: {seq_read_mbps: 100, "
               "seq_write_mbps: 50, rand_read_iops: 2000, lat_qd1_p99_us: 20000}")
     return f"""\
@@ -145,4 +146,9 @@ def g2_yaml(root: Path) -> str:
     # 0.24 s and one 0.13 s stall of a busy host saturated it); a site measures every
     # G3 cell.
     serving: {{layouts: [TP8], tiers: [8], repetitions: 2, docs: 16, max_cv: 0.25}}
+    # GDS read throughput (gdsio -x 0) on the volume: the simulated GPU host has no gdsio
+    # capture that may ship, so it answers "not installed" and the site declares the check
+    # optional: SKIPPED with that reason, never a PASS.
+    gdsio: {{path: "{root / 'storage' / 'gds'}", read_gib_s: 10}}
+    optional: [test_gdsio]
 """

@@ -4,28 +4,24 @@ STOP-LOSS naming host, target, job, expected and found; the rest PASS."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.lab.netlab import Lab
+from tests.lab_site import lab_site
 
 pytest_plugins = ["tests.lab.fixtures"]
 pytestmark = pytest.mark.lab
 
 
 def test_g2_fio_and_gpu_health_on_lab_hosts(ssh_lab: Lab, tmp_path: Path) -> None:
-    ssh_lab.write_inventory(tmp_path / "hosts.ini", names=["h1", "h2"], extra={
+    site = lab_site(ssh_lab, tmp_path, names=["h1", "h2"], extra={
         "h1": {"gate_sim_hardware": "gpu-t4"}, "h2": {"gate_sim_hardware": "storage-nvme"}})
-    (tmp_path / "known_hosts").write_text(ssh_lab.known_hosts.read_text())
     target = f"/tmp/gate-g2-{uuid.uuid4().hex[:8]}"  # in each host's own /tmp, as its user
     modest = "{seq_read_mbps: 5, seq_write_mbps: 5, rand_read_iops: 50, lat_qd1_p99_us: 500000}"
-    (tmp_path / "gate.yaml").write_text(f"""\
+    site.write_config(f"""\
 site: {{name: lab-site}}
 campaign: {{name: g2-lab}}
 inventory: hosts.ini
@@ -40,15 +36,9 @@ gates:
       - {{name: vol, group: storage, path: {target}, size: 8M, runtime_s: 1,
          spec: {{seq_read_mbps: 10000000}}}}
 """)
-    env = {**os.environ, "GATE_DB": f"sqlite:///{tmp_path / 'gate.db'}",
-           "GATE_SUDO_PASSWORD": ssh_lab.password}
-    env.pop("GATE_CONFIG", None)
-    out = subprocess.run([sys.executable, "-m", "harness", "run", "G2", "--force"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = site.gate("run", "G2", "--force")
     assert out.returncode == 1, out.stdout + out.stderr
-    show = subprocess.run([sys.executable, "-m", "harness", "runs", "show", "1", "--json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-    checks = {c["nodeid"].rsplit("::", 1)[-1]: c for c in json.loads(show.stdout)["checks"]}
+    checks = site.checks(1)
     slow = checks["test_fio[h2-vol-seq-read]"]
     assert slow["outcome"] == "STOP-LOSS" and slow["host"] == "h2"
     assert "h2 vol seq-read" in slow["message"] and ">= 9000000 MB/s" in slow["message"]

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import pytest
 from g3_site import Site, one_cell_site
 
+from harness import __version__
+
 # Slower than the demo's x30: at x30 a TTFT is ~50 ms and a busy shared machine's
 # scheduling noise alone moves a repetition's p50 by a third.
 SPEED = "10"
@@ -27,15 +29,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         argv = list(start["command"])
         argv[argv.index("--speed") + 1] = SPEED
         made.edit({"arms": {"baseline": {"start": {**start, "command": argv}}},
-                   "gates": {"g2": {"fio": [], "gpu_health": False, "serving": SERVING}}})
+                   "gates": {"g2": {"fio": [], "gpu_health": False, "gdsio": None,
+                                    "serving": SERVING}}})
         yield made
 
 
-def serving_check(site: Site, run_id: int) -> dict[str, object]:
+def checks_of(site: Site, run_id: int) -> dict[str, dict[str, object]]:
     checks = site.run_json(run_id)["checks"]
     assert isinstance(checks, list)
-    assert [c["name"] for c in checks] == ["test_serving"]
-    return dict(checks[0])
+    by_name = {str(c["name"]): dict(c) for c in checks}
+    assert sorted(by_name) == ["test_engine_version", "test_serving"]
+    return by_name
+
+
+def serving_check(site: Site, run_id: int) -> dict[str, object]:
+    return checks_of(site, run_id)["test_serving"]
 
 
 def test_serving_baseline_passes_and_records_prefill(site: Site) -> None:
@@ -45,6 +53,12 @@ def test_serving_baseline_passes_and_records_prefill(site: Site) -> None:
     assert check["nodeid"].endswith("test_serving[TP8-c4]")  # type: ignore[union-attr]
     assert check["outcome"] == "PASS" and check["host"] == "gpu1"
     assert "2 reps: TTFT p50" in str(check["measured"])
+    # the engine the serving baseline started is the one the software BOM orders (the
+    # demo's BOM: gate-harness, which the simulator reports as "gate-sim <version>")
+    engine = checks_of(site, 1)["test_engine_version"]
+    assert engine["outcome"] == "PASS", engine
+    assert str(engine["expected"]).startswith("gpu1: gate-harness ")
+    assert ": gate-harness " in str(engine["measured"])
     # (a repetition a busy host disturbed is measured again: the one it replaced stays,
     # SUPERSEDED, out of every count)
     phases = site.query("SELECT phase, arm, layout, tier, status FROM benchmark "
@@ -65,13 +79,19 @@ def test_serving_baseline_passes_and_records_prefill(site: Site) -> None:
 def test_failing_baseline_is_stop_loss(site: Site) -> None:
     start = dict(site.arm("baseline")["start"])  # type: ignore[call-overload]
     start["command"] = [*start["command"], "--error-rate", "0.3"]
-    site.edit({"arms": {"baseline": {"start": start}}})
+    # ... and the BOM orders another engine version than the one running: STOP-LOSS too
+    site.edit({"arms": {"baseline": {"start": start}},
+               "gates": {"g1": {"bom": {"gpu": {"software": {"packages": {
+                   "gate-harness": "0.0.9"}}}}}}})
     out = site.gate("run", "G2", "--force")
     assert out.returncode == 1, out.stdout + out.stderr[-2000:]
     check = serving_check(site, 2)
     assert check["outcome"] == "STOP-LOSS"
     assert "TP8-c4 baseline: " in str(check["message"])
     assert "requests failed (at most 0.0%)" in str(check["message"])
+    engine = checks_of(site, 2)["test_engine_version"]
+    assert engine["outcome"] == "STOP-LOSS"
+    assert f"runs gate-harness {__version__}, the BOM orders 0.0.9" in str(engine["message"])
 
 
 def test_a_disturbed_repetition_is_measured_again_on_spare_documents(site: Site) -> None:
@@ -84,7 +104,9 @@ def test_a_disturbed_repetition_is_measured_again_on_spare_documents(site: Site)
     if "--error-rate" in argv:  # the previous test's failing baseline
         del argv[argv.index("--error-rate"):argv.index("--error-rate") + 2]
     site.edit({"arms": {"baseline": {"start": {**start, "command": argv}}},
-               "load": {"health": {"max_loop_lag_p99_ms": 0.000001}}})
+               "load": {"health": {"max_loop_lag_p99_ms": 0.000001}},
+               "gates": {"g1": {"bom": {"gpu": {"software": {"packages": {
+                   "gate-harness": __version__}}}}}}})  # the previous test's other version
     out = site.gate("run", "G2", "--force")
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]
     (run_id,), = site.query("SELECT max(id) FROM run")

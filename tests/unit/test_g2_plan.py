@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.config.inventory import load_inventory
-from harness.config.models import FioTarget, SiteConfig
+from harness.config.models import FioTarget, Gdsio, SiteConfig
 from harness.errors import UsageError
-from harness.g2 import fio
+from harness.g2 import fio, gdsio
 from harness.g2.plan import expected_checks, validate, weakened
 
 
@@ -59,3 +59,27 @@ def test_a_lower_share_of_the_vendors_figures_makes_a_pass_need_a_sign_off(
     assert weakened(config) == ["G2 serving baseline not measured (gates.g2.serving: null)"]
     config, _ = site(tmp_path, {"fio": [target], "min_fraction": 0.5, "serving": None})
     assert weakened(config)[0] == "G2 fio: min_fraction 0.5 of the vendor's figures (default 0.9)"
+
+
+def test_gdsio_planned_per_gpu_host_and_a_device_refused(tmp_path: Path) -> None:
+    config, inv = site(tmp_path, {"gpu_health": False, "serving": None,
+                                  "gdsio": {"path": "/mnt/fx100"}})
+    validate(config, inv)  # type: ignore[arg-type]
+    assert expected_checks(config, inv) == ["test_gdsio[g1]"]  # type: ignore[arg-type]
+    assert "G2 gdsio: no vendor figure (read_gib_s), measured but not judged" in \
+        weakened(config)
+    config, inv = site(tmp_path, {"gdsio": {"path": "/dev/nvme1n1"}})
+    with pytest.raises(UsageError, match="gdsio reads files") as err:
+        validate(config, inv)  # type: ignore[arg-type]
+    assert err.value.key == "gates.g2.gdsio.path"
+
+
+def test_gdsio_argv_env_and_bound() -> None:
+    spec = Gdsio(path="/mnt/fx100", threads=8, seconds=60, gpu=2, read_gib_s=10)
+    assert gdsio.argv(spec) == ["gdsio", "-D", "/mnt/fx100/gate-gdsio", "-d", "2", "-w", "8",
+                                "-s", "4G", "-i", "1M", "-x", "0", "-I", "0", "-T", "60"]
+    assert gdsio.env(spec)["CUFILE_LOGFILE_PATH"] == "/mnt/fx100/gate-gdsio/cufile.log"
+    expected, bound = gdsio.wanted(spec, 0.9)
+    assert bound == 9.0 and expected.startswith("GPUD read >= 9.00 GiB/s (90% of 10)")
+    assert gdsio.wanted(Gdsio(path="/v"), 0.9) == ("GPUD read measured (no vendor figure)",
+                                                   None)

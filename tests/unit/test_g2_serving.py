@@ -97,9 +97,13 @@ def test_plan_is_g3s_cells_or_the_named_subset(tmp_path: Path) -> None:
     assert [c for c in expected_checks(config, inv) if c.startswith("test_serving")] == [
         "test_serving[TP8-c4]", "test_serving[TP8-c16]", "test_serving[TP4-c4]",
         "test_serving[TP4-c16]"]
+    # one engine-version check per layout the serving baseline starts
+    assert [c for c in expected_checks(config, inv) if c.startswith("test_engine")] == [
+        "test_engine_version[TP8]", "test_engine_version[TP4]"]
     assert weakened(config) == []
     config, inv = site(tmp_path, {"layouts": ["TP8"], "tiers": [16, 8], "max_cv": 0.2})
     assert [c.key for c in serving_cells(config)] == ["TP8-c16", "TP8-c8"]
+    assert expected_checks(config, inv)[-1] == "test_engine_version[TP8]"
     assert weakened(config) == ["G2 serving: G3's cells TP4-c16, TP4-c4, TP8-c4 have no "
                                 "baseline (gates.g2.serving.layouts / tiers)",
                                 "G2 serving: max_cv 0.2 (default 0.1)"]

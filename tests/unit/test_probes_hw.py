@@ -23,7 +23,7 @@ PREFIX = {
     "nvme-smart-log": "nvme-smart-log", "nvme-id-ctrl": "nvme-id-ctrl", "lsblk": "lsblk",
     "lspci": "lspci", "ibstat": "ibstat", "ibv_devinfo": "ibv-devinfo",
     "ethtool-i": "ethtool-i", "ethtool-m": "ethtool-m", "ethtool_": "ethtool",
-    "fio-json": "fio", "gdscheck": "gdscheck", "dcgmi-diag": "dcgmi-diag",
+    "fio-json": "fio", "gdscheck": "gdscheck", "gdsio-": "gdsio", "dcgmi-diag": "dcgmi-diag",
     "dcgmi-health": "dcgmi-health", "dcgmi-discovery": "dcgmi-discovery",
 }
 FILES = sorted(p.name for p in HW.iterdir() if p.name != "SOURCES.md")

@@ -31,7 +31,7 @@ MANIFEST = "profiles.yaml"
 # captures or refused, never run for real: this machine's GPUs, disks and NICs are not the
 # simulated host's. Tools named in a loaded catalog are added to these.
 HARDWARE_TOOLS = frozenset({
-    "nvidia-smi", "dcgmi", "gdscheck", "nvme", "smartctl", "lsblk", "lspci", "lshw",
+    "nvidia-smi", "dcgmi", "gdscheck", "gdsio", "nvme", "smartctl", "lsblk", "lspci", "lshw",
     "dmidecode", "ipmitool", "ibstat", "ibstatus", "ibv_devinfo", "ethtool", "mst",
     "mlxlink", "mlxconfig", "mlxfwmanager",
 })

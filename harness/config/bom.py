@@ -1,0 +1,94 @@
+"""G1's section of the site config: the bill of materials per inventory group and the
+arrival checks' settings (harness/g1). Re-exported by harness.config.models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from harness.config.base import Frozen
+
+
+# G1's bill of materials (harness/g1): what each host of an inventory group must have.
+# Models are matched as case-insensitive substrings of what the tool reports ("A100-SXM4-80GB"
+# matches "NVIDIA A100-SXM4-80GB"); versions compare numerically ("535.54" <= "535.104.05").
+class GpuBom(Frozen):
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    min_driver: str | None = None
+    min_cuda: str | None = None
+
+
+class NvmeBom(Frozen):
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    min_capacity_gb: float | None = Field(default=None, gt=0, description="per drive, 1e9 B")
+    firmware: str | None = None
+
+
+class NicBom(Frozen):
+    # ibstat's CA type (MT4129) or, with `interfaces`, ethtool -i's driver (mlx5_core)
+    model: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    interfaces: list[str] = Field(default_factory=list, description="empty: read ibstat")
+    min_rate_gbps: float | None = Field(default=None, gt=0)
+    firmware: str | None = None
+
+
+class VolumeBom(Frozen):
+    """The accelerator's volume as this host sees it: an NVMe-oF subsystem."""
+
+    nqn: str = Field(min_length=1)
+    transport: Literal["tcp", "rdma", "fc", "pcie"] = "tcp"
+    min_paths: int = Field(default=1, ge=1, description="live paths at least")
+    min_size_gb: float | None = Field(default=None, gt=0)
+
+
+class OsBom(Frozen):
+    os: str | None = None  # a substring of /etc/os-release PRETTY_NAME
+    kernel: str | None = None  # a prefix of `uname -r`
+
+
+class FileDigest(Frozen):
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class WeightsBom(Frozen):
+    """Model weights identified by a manifest: relative path -> size and sha256."""
+
+    directory: str = Field(min_length=1)
+    manifest: dict[str, FileDigest] = Field(min_length=1)
+
+
+class SoftwareBom(Frozen):
+    python: str = "python3"  # the engine's interpreter on the host
+    packages: dict[str, str] = Field(min_length=1, description="distribution -> version")
+
+
+class Bom(Frozen):
+    software: SoftwareBom | None = None
+    weights: WeightsBom | None = None
+    gpu: GpuBom | None = None
+    nvme: NvmeBom | None = None
+    nic: NicBom | None = None
+    gds: bool | None = None  # true: gdscheck -p must show GDS supported on every GPU
+    volume: VolumeBom | None = None
+    os: OsBom | None = None
+
+
+G1_HEALTH = ("gpu-ecc", "gpu-link", "xid", "pcie", "nvme-smart", "ib-ports")
+
+
+class G1(Frozen):
+    # inventory group -> what each of its hosts must have (a host in two groups with a BOM
+    # is refused: which one applies would be a guess)
+    bom: dict[str, Bom] = Field(default_factory=dict)
+    # item or health check -> why this lab cannot check it (e.g. a simulated host with no
+    # capture of that tool). Shown as SKIPPED with the reason, never a silent PASS.
+    unverifiable: dict[str, str] = Field(default_factory=dict)
+    clock_offset_s: float = Field(default=1.0, gt=0, le=3600)
+    gdscheck: str = "gdscheck"  # e.g. /usr/local/cuda/gds/tools/gdscheck
+    probe_timeout: float = Field(default=120.0, gt=0)
+    optional: list[str] = Field(default_factory=list)
