@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.cli.status_cmd import iso, number
+from harness.cli.run_view import iso, number
 from harness.labels import check_label
 
 
