@@ -12,17 +12,18 @@ from harness.cli.common import set_option
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
+    from harness.cli.progress import LiveLines
     from harness.registry import GateSpec
 
 
 class _Shown:
-    """The demo's console: each gate's header before it runs."""
+    """The demo's console: each gate's header before it runs (above the progress line)."""
+
+    def __init__(self, live: LiveLines) -> None:
+        self.live = live
 
     def starting(self, gate: GateSpec, forced: bool) -> None:
-        from harness.cli.common import stderr_console
-
-        stderr_console().print(f"[bold]{gate.id}[/] {gate.title}"
-                               + (" (FORCED)" if forced else ""))
+        self.live.print(f"[bold]{gate.id}[/] {gate.title}" + (" (FORCED)" if forced else ""))
 
     def finished(self, step: CampaignStep) -> None:
         return None
@@ -61,10 +62,9 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
 
     err = stderr_console()
     check_output(Path(out), "--out", directory=True)
-    with live_progress():
+    with live_progress() as live:
         result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                          events=_Shown(),
-                          progress=check_printer(), say=err.print)
+                          events=_Shown(live), progress=check_printer(live), say=live.print)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
     table = Table(title=f"demo ({scenario}) - SIMULATED")

@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 
 from harness.loadgen.engine import OnBatch
 from harness.loadgen.records import RequestRecord
+from harness.progress_log import LOGGER
 
-LOGGER = "harness.progress"
+__all__ = ["KEY", "LOGGER", "Where", "counted"]
 KEY = "gate_progress"  # the record attribute holding the Where as a dict
 
 
