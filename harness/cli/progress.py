@@ -67,9 +67,10 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
     """`G3 · TP8 · c=16 · accelerated · pair 2 · measured: 40/64 requests · 1:12 elapsed ·
     ETA 3:05` from a harness.loadgen.phase_progress record. The ETA: what is left of this
     phase at the pace its finished requests set (`phase_elapsed`, default the record's),
-    plus the phases left at the minimum repetitions, each as long as a phase took so far
-    (`in_phases`: since the first phase began, so the preflight's engine starts are not
-    counted; default `elapsed`)."""
+    plus the phases left of the plan (the minimum repetitions and the pairs added so far
+    to undecided cells), each as long as a phase took so far (`in_phases`: since the
+    first phase began, so the preflight's engine starts are not counted; default
+    `elapsed`)."""
     done, total = _int(d, "done"), max(1, _int(d, "total"))
     phase_no, planned = _int(d, "phase_no"), _int(d, "phases_planned")
     spent = elapsed if in_phases is None else in_phases
@@ -84,7 +85,8 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
     else:
         eta = f" · ETA {_clock(max(0.0, this - here) + (planned - phase_no) * per)}"
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
-            f"{'pair' if d['gate'] == 'G3' else 'rep'} {_int(d, 'repetition') + 1} · "
+            f"{'pair' if d['gate'] == 'G3' else 'rep'} {_int(d, 'repetition') + 1}"
+            f"{' (added: the cell is undecided)' if d.get('added') else ''} · "
             f"{d['phase']}: {done}/{total} requests · {_clock(elapsed)} elapsed{eta}")
 
 

@@ -34,7 +34,8 @@ class Where:
     phase: str
     total: int  # requests in the phase
     phase_no: int  # 1-based count of phases the gate has started
-    phases_planned: int  # at the minimum repetitions (the gate may add pairs)
+    phases_planned: int  # at the minimum repetitions, plus the pairs added so far
+    added: bool = False  # a pair past the minimum: the cell's looks could not decide
 
 
 def _emit(where: Where, done: int, started: float) -> None:

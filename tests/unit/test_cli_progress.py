@@ -36,8 +36,11 @@ def test_a_phase_line_counts_requests_and_takes_its_eta_from_the_finished_share(
     assert progress_line(first, 5.0, phase_elapsed=2.0).endswith("0/64 requests · 0:05 elapsed")
     assert progress_line({**first, "done": 16}, 5.0, phase_elapsed=2.0).endswith(
         "ETA 1:34")  # 8 s a phase at this pace: 6 s left of it + 11 phases
-    assert "past the minimum pairs" in progress_line({**PHASE, "phase_no": 13, "done": 1},
-                                                     90.0, phase_elapsed=1.0)
+    # a pair added to an undecided cell is named so, and the plan grew by its 4 phases
+    added = {**PHASE, "phase_no": 13, "phases_planned": 16, "added": True, "done": 32}
+    assert progress_line(added, 250.0, phase_elapsed=10.0) == (
+        "G3 · TP8 · c=16 · accelerated · pair 2 (added: the cell is undecided) · measured: "
+        "32/64 requests · 4:10 elapsed · ETA 1:10")  # 20 s a phase: 10 s + 3 phases
 
 
 def test_a_fio_step_names_host_target_job_and_its_place() -> None:
