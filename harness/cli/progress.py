@@ -86,7 +86,7 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
         eta = f" · ETA {_clock(max(0.0, this - here) + (planned - phase_no) * per)}"
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
             f"{'pair' if d['gate'] == 'G3' else 'rep'} {_int(d, 'repetition') + 1}"
-            f"{' (added: the cell is undecided)' if d.get('added') else ''} · "
+            f"{' (added)' if d.get('added') else ''} · "
             f"{d['phase']}: {done}/{total} requests · {_clock(elapsed)} elapsed{eta}")
 
 
@@ -110,6 +110,16 @@ def step_line(d: dict[str, object], elapsed: float, in_step: float,
     else:
         left = max(0.0, per - in_step) + (_int(d, "total") - _int(d, "index")) * per
     return f"{line} · ETA {_clock(left)}"
+
+
+def fit(text: str, width: int) -> str:
+    """`text` in `width` cells for a line redrawn in place (a wrapped line cannot be
+    erased): first without the words a reader can spare, so the ETA at its end stays."""
+    short = text.replace(" requests", "").replace(" elapsed", "")
+    for candidate in (text, short, short.replace(" · ", " ")):
+        if len(candidate) <= width:
+            return candidate
+    return short.replace(" · ", " ")[:width - 1] + "…"
 
 
 class LiveLines:
@@ -149,8 +159,7 @@ class LiveLines:
     def _draw(self, text: str) -> None:
         """The progress line, in place, cut to the terminal's width (never wrapped: a
         wrapped line cannot be erased)."""
-        width = max(10, self.console.width - 1)
-        shown = text if len(text) <= width else text[:width - 1] + "…"
+        shown = fit(text, max(10, self.console.width - 1))
         self.console.file.write(f"\r\x1b[2K\x1b[2m{shown}\x1b[0m")
         self.console.file.flush()
         self.drawn = shown

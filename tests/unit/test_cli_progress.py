@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
-from harness.cli.progress import LiveLines, check_printer, progress_line, step_line
+from harness.cli.progress import LiveLines, check_printer, fit, progress_line, step_line
 from harness.g2.fio import step
 from harness.g2.plan import FioCell
 from harness.loadgen.phase_progress import Where, counted
@@ -39,8 +39,8 @@ def test_a_phase_line_counts_requests_and_takes_its_eta_from_the_finished_share(
     # a pair added to an undecided cell is named so, and the plan grew by its 4 phases
     added = {**PHASE, "phase_no": 13, "phases_planned": 16, "added": True, "done": 32}
     assert progress_line(added, 250.0, phase_elapsed=10.0) == (
-        "G3 · TP8 · c=16 · accelerated · pair 2 (added: the cell is undecided) · measured: "
-        "32/64 requests · 4:10 elapsed · ETA 1:10")  # 20 s a phase: 10 s + 3 phases
+        "G3 · TP8 · c=16 · accelerated · pair 2 (added) · measured: 32/64 requests · 4:10 "
+        "elapsed · ETA 1:10")  # 20 s a phase: 10 s + 3 phases
 
 
 def test_a_fio_step_names_host_target_job_and_its_place() -> None:
@@ -132,3 +132,13 @@ def test_a_step_is_two_records_on_the_progress_logger(caplog: pytest.LogCaptureF
         pass
     assert [r.getMessage() for r in caplog.records] == [
         "G2 fio gpu1 local-disk seq-read 1/2 start", "G2 fio gpu1 local-disk seq-read 1/2 end"]
+
+
+def test_a_redrawn_line_sheds_words_before_its_eta() -> None:
+    line = ("G3 · TP8 · c=16 · accelerated · pair 8 (added) · measured: 40/64 requests · "
+            "7:15 elapsed · ETA 2:10")
+    assert fit(line, 120) == line
+    assert fit(line, 90) == ("G3 · TP8 · c=16 · accelerated · pair 8 (added) · measured: "
+                             "40/64 · 7:15 · ETA 2:10")
+    assert fit(line, 79) == "G3 TP8 c=16 accelerated pair 8 (added) measured: 40/64 7:15 ETA 2:10"
+    assert fit(line, 40) == "G3 TP8 c=16 accelerated pair 8 (added) …"
