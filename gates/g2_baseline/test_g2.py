@@ -19,7 +19,7 @@ from harness.errors import Inconclusive, MeasurementError
 from harness.g2 import engine_version
 from harness.g2 import fio as g2fio
 from harness.g2 import gdsio as g2gdsio
-from harness.g2.plan import FioCell
+from harness.g2.plan import FioCell, fio_cells
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.plan import Cell
@@ -27,6 +27,7 @@ from harness.probes.fio import parse_fio
 from harness.probes.gdsio import parse_gdsio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
+from harness.progress_log import Timed
 from harness.pytest_plugin import CheckRecorder, GateContext
 from harness.transport.result import CommandResult, describe, tail
 
@@ -64,7 +65,8 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     if not cell.target.path.startswith("/dev/"):
         host.run(["mkdir", "-p", cell.target.path], timeout=30).check("g2 fio target")
     try:
-        result = host.run(argv, timeout=cell.target.runtime_s * 4 + 120)
+        with Timed(g2fio.step(cell, fio_cells(site, gate.inventory))):
+            result = host.run(argv, timeout=cell.target.runtime_s * 4 + 120)
     finally:
         if not cell.target.path.startswith("/dev/"):
             host.run(["rm", "-f", g2fio.target_file(cell.target)], timeout=60)

@@ -9,23 +9,29 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.common import set_option
+from harness.cli.tables import Cell, Column, console, render, verdict_cell
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
+    from harness.cli.progress import LiveLines
     from harness.registry import GateSpec
 
 
 class _Shown:
-    """The demo's console: each gate's header before it runs."""
+    """The demo's console: each gate's header before it runs (above the progress line)."""
+
+    def __init__(self, live: LiveLines) -> None:
+        self.live = live
 
     def starting(self, gate: GateSpec, forced: bool) -> None:
-        from harness.cli.common import stderr_console
-
-        stderr_console().print(f"[bold]{gate.id}[/] {gate.title}"
-                               + (" (FORCED)" if forced else ""))
+        self.live.print(f"[bold]{gate.id}[/] {gate.title}" + (" (FORCED)" if forced else ""))
 
     def finished(self, step: CampaignStep) -> None:
         return None
+
+
+COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True), Column("run", whole=True),
+           Column("reason", weight=3))
 
 
 @click.command()
@@ -50,9 +56,6 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
     relative path in a value is relative to that file's directory). Exit code: G3's
     verdict (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
-    from rich.console import Console
-    from rich.table import Table
-
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer, live_progress
@@ -61,27 +64,27 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
 
     err = stderr_console()
     check_output(Path(out), "--out", directory=True)
-    with live_progress():
+    with live_progress() as live:
         result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                          events=_Shown(),
-                          progress=check_printer(), say=err.print)
+                          events=_Shown(live), progress=check_printer(live), say=live.print)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
-    table = Table(title=f"demo ({scenario}) - SIMULATED")
-    for col in ("gate", "", "verdict", "run", "reason"):
-        table.add_column(col)
+    rows: list[list[Cell | str]] = []
     steps = {s.gate.id: s for s in result.steps}
     for spec in GATES:
         step = steps.get(spec.id)
+        forced = ""
         if step is None:
             verdict, reason, run_id = "not run", "", ""
         elif step.outcome is None:
             verdict, reason, run_id = "not built", step.note, ""
         else:
-            verdict = step.outcome.verdict.value + (" (FORCED)" if step.forced else "")
+            verdict, forced = step.outcome.verdict.value, " (FORCED)" if step.forced else ""
             reason, run_id = step.outcome.reason, str(step.outcome.run_id)
-        table.add_row(spec.id, spec.title, verdict, run_id, reason[:70])
-    Console().print(table)
+        rows.append([f"{spec.id} {spec.title}", verdict_cell(verdict, verdict + forced),
+                     run_id, reason])
+    # the whole reason, wrapped: it says why G3 did not pass
+    render(console(False), COLUMNS, rows, title=f"demo ({scenario}) - SIMULATED")
     if result.busy:
         err.print(f"[yellow]note:[/] {result.busy}", highlight=False)
     for path in result.reports:

@@ -17,7 +17,7 @@ from harness.cli.common import (
     stderr_console,
 )
 from harness.cli.context import open_config, open_store
-from harness.cli.progress import check_printer, live_progress, outcome_line
+from harness.cli.progress import LiveLines, check_printer, live_progress, outcome_line
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
@@ -59,11 +59,15 @@ def _request(gate: str, config_path: str, overrides: tuple[str, ...], inventory_
                       sudo_password=_sudo_password())
 
 
-def _announce(req: RunRequest) -> None:
-    stderr_console().print(f"[bold]{req.gate}[/] {req.loaded.config.campaign.name} "
-                           f"({'FORCED, ' if req.forced else ''}store {req.store.url})")
+def _announce(req: RunRequest, live: LiveLines | None = None) -> None:
+    """The run's header on stderr (above the progress line when one is shown)."""
+    from rich.markup import escape
+
+    say = live.print if live is not None else stderr_console().print
+    say(f"[bold]{req.gate}[/] {escape(req.loaded.config.campaign.name)} "
+        f"({'FORCED, ' if req.forced else ''}store {escape(req.store.url)})")
     if req.loaded.overrides:
-        stderr_console().print("--set " + ", ".join(req.loaded.overrides), markup=False)
+        say(escape("--set " + ", ".join(req.loaded.overrides)))
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -100,8 +104,8 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if suite:
         stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
                                f"gate's verdict")
-    with live_progress():
-        outcome = run_one(req, progress=check_printer())
+    with live_progress() as live:
+        outcome = run_one(req, progress=check_printer(live))
     click.echo(outcome_line(req.gate, outcome))
     sys.exit(outcome.exit_code)
 
@@ -122,9 +126,9 @@ def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str |
 
     req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
-    with live_progress():
-        steps = run_campaign(req, from_gate(start), skip_unbuilt=False, events=_Shown(req),
-                             progress=check_printer())
+    with live_progress() as live:
+        steps = run_campaign(req, from_gate(start), skip_unbuilt=False,
+                             events=_Shown(req, live), progress=check_printer(live))
     last = steps[-1].outcome if steps else None
     code = last.exit_code if last is not None else 0
     if code != 0:
@@ -135,14 +139,16 @@ def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str |
 class _Shown:
     """`gate campaign`'s lines: each gate's header before it runs, its outcome after."""
 
-    def __init__(self, req: RunRequest) -> None:
+    def __init__(self, req: RunRequest, live: LiveLines) -> None:
         self.req = req
+        self.live = live
 
     def starting(self, gate: GateSpec, forced: bool) -> None:
-        _announce(replace(self.req, gate=gate.id, forced=forced))
+        _announce(replace(self.req, gate=gate.id, forced=forced), self.live)
 
     def finished(self, step: CampaignStep) -> None:
         if step.outcome is not None:
+            self.live.clear()  # stdout shares the terminal with the progress line
             click.echo(outcome_line(step.gate.id, step.outcome))
 
 
@@ -162,7 +168,7 @@ def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_
     req = resume_request(open_store(db_url), run_id, open_config(config_path, overrides),
                          Path(inventory_path) if inventory_path else None,
                          sudo_password=_sudo_password())
-    with live_progress():
-        outcome = run_gate(req, progress=check_printer())
+    with live_progress() as live:
+        outcome = run_gate(req, progress=check_printer(live))
     click.echo(outcome_line(req.gate, outcome))
     sys.exit(outcome.exit_code)

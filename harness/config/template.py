@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -260,7 +261,8 @@ def _numberlike(text: str) -> bool:
     return True
 
 
-def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str]) -> None:
+def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str],
+           values: Mapping[str, list[str]]) -> None:
     pad = "  " * indent
     for name, field in model.model_fields.items():
         key = prefix + name
@@ -269,7 +271,7 @@ def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str]) -> 
             out.append("")
         if comment:
             out.append(f"{pad}# {comment}")
-        example = EXAMPLES.get(key)
+        example = values.get(key)
         sub = _section(field)
         if example is not None and (len(example) > 1 or key == "layouts"):  # else inline
             out.append(f"{pad}{name}:")
@@ -280,13 +282,59 @@ def _write(model: type[BaseModel], prefix: str, indent: int, out: list[str]) -> 
             out.append(f"{pad}{name}: null")
         elif sub is not None:
             out.append(f"{pad}{name}:")
-            _write(sub, key + ".", indent + 1, out)
+            _write(sub, key + ".", indent + 1, out, values)
         else:
             out.append(f"{pad}{name}: {_value(field.get_default(call_default_factory=True))}")
 
 
-def template() -> str:
-    """The whole gate.yaml `gate init` writes."""
+def template(values: Mapping[str, list[str]] | None = None, header: str = HEADER) -> str:
+    """The whole gate.yaml `gate init` writes; `values` (dotted key -> YAML lines) replace
+    defaults and EXAMPLES, as the example site's do."""
     out: list[str] = []
-    _write(SiteConfig, "", 0, out)
-    return HEADER + "\n".join(out) + "\n"
+    _write(SiteConfig, "", 0, out, {**EXAMPLES, **(values or {})})
+    return header + "\n".join(out) + "\n"
+
+
+# examples/site/: the realistic site of hosts.ini (two 8-GPU nodes, an NVMe-oF target, a
+# load client, a bastion), written from the same template with these values on top.
+EXAMPLE_SITE: dict[str, list[str]] = {
+    "site.location": ["Shanghai DC2, hall 3"],
+    "gates.g1.bom": [
+        "gpu:",
+        "  gpu:  {model: H100 80GB HBM3, count: 8, min_driver: \"550.54\", min_cuda: \"12.4\"}",
+        "  nvme: {model: PM1743, count: 4, min_capacity_gb: 7680, firmware: GDC7502Q}",
+        "  nic:  {model: MT4129, count: 8, min_rate_gbps: 400}",
+        "  volume: {nqn: \"nqn.2024-01.com.flashco:fx100\", transport: tcp, min_paths: 2}",
+        "  os: {os: \"Ubuntu 22.04\", kernel: \"5.15.\"}",
+        "  software: {python: /opt/vllm/bin/python, packages: {vllm: \"0.25.1\", "
+        "lmcache: \"0.3.9\"}}",
+        "storage:",
+        "  nic: {model: mlx5_core, count: 2, interfaces: [ens1f0, ens1f1], "
+        "min_rate_gbps: 100}",
+    ],
+    "gates.g1.gdscheck": ["/usr/local/cuda/gds/tools/gdscheck"],
+    "gates.g2.fio": [
+        "- name: local-nvme",
+        "  group: gpu",
+        "  path: /mnt/nvme0/gate-fio",
+        "  spec: {seq_read_mbps: 6500, seq_write_mbps: 3500, rand_read_iops: 1000000, "
+        "lat_qd1_p99_us: 120}",
+        "- name: fx100",
+        "  group: gpu",
+        "  path: /mnt/fx100/gate-fio",
+        "  spec: {seq_read_mbps: 12000, seq_write_mbps: 6000, rand_read_iops: 1500000, "
+        "lat_qd1_p99_us: 200}",
+    ],
+    "gates.g2.gdscheck": ["/usr/local/cuda/gds/tools/gdscheck"],
+    "report.lang": ["zh"],
+}
+EXAMPLE_HEADER = """\
+# examples/site/gate.yaml: the example site of hosts.ini beside it. Generated, not
+# hand-written: `python scripts/example_site.py` writes it from `gate init`'s template
+# (harness/config/template.py, EXAMPLE_SITE), and a test fails when the two differ.
+"""
+
+
+def example_site() -> str:
+    """examples/site/gate.yaml."""
+    return template(EXAMPLE_SITE, EXAMPLE_HEADER + HEADER.split("\n", 1)[1])

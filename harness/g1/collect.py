@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.config.models import Bom
 from harness.errors import TransportError
 from harness.g1.plan import HostPlan
+from harness.progress_log import HostProbes
 from harness.transport import Transport
 from harness.transport.result import CommandResult, describe, tail
 
@@ -135,13 +136,15 @@ def _run_one(transport: Transport, probe: Probe, host: str, artifact_dir: Path,
 
 
 def read_host(transport: Transport, plan: HostPlan, gdscheck: str, artifact_dir: Path,
-              timeout: float) -> HostReading:
+              timeout: float, shown: HostProbes | None = None) -> HostReading:
     reading = HostReading(plan.host)
     try:
         for rounds in range(2):
             probes = (probes_for(plan.bom, plan.health, gdscheck) if rounds == 0
                       else smart_probes(reading) if "nvme-smart" in plan.health else [])
             for probe in probes:
+                if shown is not None:
+                    shown.probing(plan.host, probe.argv[0].rsplit("/", 1)[-1])
                 before = time.time()
                 output = _run_one(transport, probe, plan.host, artifact_dir, timeout)
                 after = time.time()
@@ -162,16 +165,20 @@ def read_all(plans: Sequence[HostPlan], transport_for: Callable[[str], Transport
              workers: int = 32) -> dict[str, HostReading]:
     """Every host at once; a host whose transport cannot even be made is unreachable.
     The caller records the saved outputs (`ProbeOutput.path`) from its own thread."""
+    if not plans:
+        return {}
+    shown = HostProbes("G1", len(plans))  # the command line's progress line
 
     def one(plan: HostPlan) -> HostReading:
         try:
-            transport = transport_for(plan.host)
-        except TransportError as exc:
-            return HostReading(plan.host, unreachable=exc.one_line())
-        return read_host(transport, plan, gdscheck, artifact_dir, timeout)
+            try:
+                transport = transport_for(plan.host)
+            except TransportError as exc:
+                return HostReading(plan.host, unreachable=exc.one_line())
+            return read_host(transport, plan, gdscheck, artifact_dir, timeout, shown)
+        finally:
+            shown.probed(plan.host)
 
-    if not plans:
-        return {}
     with ThreadPoolExecutor(max_workers=min(workers, len(plans)),
                             thread_name_prefix="gate-g1") as pool:
         return {r.host: r for r in pool.map(one, plans)}

@@ -4,10 +4,13 @@ finished run gives against the vendor's spec."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.config.models import FioTarget
+from harness.g2.plan import FioCell
 from harness.probes.fio import FioResult
+from harness.progress_log import Step
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,15 @@ def argv(target: FioTarget, name: str, numjobs: int) -> list[str]:
             f"--size={target.size}", f"--runtime={target.runtime_s:g}", "--time_based",
             "--ioengine=libaio", f"--direct={int(target.direct)}", "--group_reporting",
             "--output-format=json"]
+
+
+def step(cell: FioCell, cells: Sequence[FioCell]) -> Step:
+    """The progress line's step of one job: `G2 · fio · gpu1 local-disk · seq-read 3/8`,
+    its runtime the ETA's first guess."""
+    index = next((i for i, c in enumerate(cells, 1) if c.key == cell.key), len(cells))
+    return Step("G2", ("fio", f"{cell.host} {cell.target.name}",
+                       f"{cell.job} {index}/{len(cells)}"),
+                index=index, total=len(cells), expected_s=cell.target.runtime_s)
 
 
 def figure(result: FioResult, name: str) -> float:

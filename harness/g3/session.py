@@ -90,6 +90,8 @@ class G3Session:
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
     phases_started: int = 0  # for progress: how far the gate is
+    phases_added: int = 0  # in pairs past the minimum (a cell undecided): 4 a pair
+    pairs_added: set[tuple[str, int, int]] = field(default_factory=set)
     # Where load phases run (a later issue adds an agent on the client host).
     executor: Executor = field(default_factory=InProcessExecutor)
 
@@ -227,10 +229,15 @@ class G3Session:
 
             def shown(phase: str, sink: OnBatch) -> OnBatch:
                 self.phases_started += 1
+                added = rep >= self.config.gates.g3.repetitions.min  # the looks undecided
+                if added and (cell.layout.name, cell.tier, rep) not in self.pairs_added:
+                    self.pairs_added.add((cell.layout.name, cell.tier, rep))
+                    self.phases_added += 4  # 2 arms x (warm, measured)
                 return counted(Where(gate="G3", layout=layout.name, tier=cell.tier, arm=arm,
                                      repetition=rep, phase=phase, total=len(specs),
                                      phase_no=self.phases_started,
-                                     phases_planned=self._phases_planned()), sink)
+                                     phases_planned=self._phases_planned() + self.phases_added,
+                                     added=added), sink)
 
             warm = begin("warm")
             w = self.executor.run(spec, shown("warm", warm.sink))

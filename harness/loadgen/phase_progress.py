@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 
 from harness.loadgen.engine import OnBatch
 from harness.loadgen.records import RequestRecord
+from harness.progress_log import LOGGER
 
-LOGGER = "harness.progress"
+__all__ = ["KEY", "LOGGER", "Where", "counted"]
 KEY = "gate_progress"  # the record attribute holding the Where as a dict
 
 
@@ -33,7 +34,8 @@ class Where:
     phase: str
     total: int  # requests in the phase
     phase_no: int  # 1-based count of phases the gate has started
-    phases_planned: int  # at the minimum repetitions (the gate may add pairs)
+    phases_planned: int  # at the minimum repetitions, plus the pairs added so far
+    added: bool = False  # a pair past the minimum: the cell's looks could not decide
 
 
 def _emit(where: Where, done: int, started: float) -> None:

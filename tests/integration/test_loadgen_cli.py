@@ -296,7 +296,7 @@ def test_runs_list_shows_imports_and_benches_as_recorded_never_pass(site_dir: Pa
     table = gate(db, "runs", "list")
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.startswith("│ ")]
-    assert [r.split("│")[5].strip() for r in rows if r.split("│")[1].strip()] == [
+    assert [r.split("│")[4].strip() for r in rows if r.split("│")[1].strip()] == [
         "recorded", "recorded"], table.stdout
     assert "PASS" not in table.stdout
     listed = json.loads(gate(db, "runs", "list", "--json").stdout)

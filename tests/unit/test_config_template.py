@@ -41,3 +41,35 @@ def test_each_key_sits_under_its_comment() -> None:
         at = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{name}:"))
         assert lines[at - 1].strip() == f"# {COMMENTS[key]}", key
     assert "64 at c=4, 8 and 16" in template()  # what the dry-run prints, not "4 x c"
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "site" / "gate.yaml"
+
+
+def test_the_example_site_is_generated_from_the_template() -> None:
+    """examples/site/gate.yaml was hand-written and drifted from the models (issue 16):
+    it is now the template with the example site's values, written by a script."""
+    from harness.config.template import example_site
+
+    assert not EXAMPLE.is_symlink()
+    assert EXAMPLE.read_text(encoding="utf-8") == example_site(), \
+        "examples/site/gate.yaml differs from the template: run scripts/example_site.py"
+
+
+def test_the_example_site_validates_and_carries_every_commented_key() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    result = CliRunner().invoke(cli, ["config", "validate", "-c", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "G1: ok" in result.output and "G2: ok" in result.output
+    text = EXAMPLE.read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    for key in keys():
+        node = raw
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, key
+            node = node[part]
+        assert f"# {COMMENTS[key]}\n" in text, key
+    assert raw["gates"]["g1"]["bom"] and raw["gates"]["g2"]["fio"]  # the site's own values

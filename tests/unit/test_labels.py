@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.cli.status_cmd import iso, number
+from harness.cli.run_view import iso, number
 from harness.labels import check_label
 
 
@@ -23,12 +23,3 @@ def test_json_numbers_and_times() -> None:
     assert number(">= 1") == ">= 1" and number("nan") == "nan" and number(None) is None
     assert iso(0.0) == "1970-01-01T00:00:00+00:00" and iso(None) is None
 
-
-def test_a_progress_line_has_its_place_elapsed_and_an_eta_from_phases_measured() -> None:
-    from harness.cli.progress import progress_line
-
-    d = {"gate": "G3", "layout": "TP8", "tier": 16, "arm": "accelerated", "repetition": 1,
-         "phase": "measured", "done": 32, "total": 64, "phase_no": 4, "phases_planned": 12}
-    # 3.5 phases in 70 s: 20 s a phase, 8.5 phases left
-    assert progress_line(d, 70.0) == ("G3 · TP8 · c=16 · accelerated · pair 2 · measured: "
-                                      "32/64 requests · 1:10 elapsed · ETA 2:50")
