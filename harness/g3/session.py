@@ -88,7 +88,7 @@ class G3Session:
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
     phases_started: int = 0  # for progress: how far the gate is
-    # Where load phases run (a later issue adds an agent on the client host).
+    # Where load phases run: here, or the agent on the client host (remote.placement).
     executor: Executor = field(default_factory=InProcessExecutor)
 
     @property
@@ -232,7 +232,7 @@ class G3Session:
                                      phases_planned=self._phases_planned()), sink)
 
             warm = begin("warm")
-            w = self.executor.run(spec, shown("warm", warm.sink))
+            w = self.executor.run(spec, shown("warm", warm.sink), label=warm.label)
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
             _some_succeeded(w.records, "warm", arm, cfg)
@@ -246,7 +246,7 @@ class G3Session:
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler, \
                     MetricsSampler(urls, ev.metrics_interval) as metrics:
-                m = self.executor.run(spec, shown("measured", bench.sink))
+                m = self.executor.run(spec, shown("measured", bench.sink), label=bench.label)
             if m.health.sim_lag_mean_ms is not None:
                 # Only the simulator reports its schedule (gate_sim_schedule_*). An engine
                 # that claims to makes the run SIMULATED: a server-side "stall" it reports
