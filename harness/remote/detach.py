@@ -79,18 +79,18 @@ def alive(pid: int | None) -> bool:
 
 
 def terminate(pid: int, wait: float) -> bool:
-    """TERM the phase's process group (its own session: setsid or the systemd unit), KILL
-    it after `wait` s; True when it is gone."""
+    """TERM the phase's process group (its own session: setsid or the systemd unit), and
+    CONT so a stopped one acts on it (as systemd does), KILL after `wait` s; True when it
+    is gone."""
     try:
         group = os.getpgid(pid)
     except ProcessLookupError:
         return True
-    for sig, grace in ((signal.SIGTERM, wait), (signal.SIGKILL, 5.0)):
+    send = os.killpg if group == pid else os.kill
+    for sigs, grace in (((signal.SIGTERM, signal.SIGCONT), wait), ((signal.SIGKILL,), 5.0)):
         try:
-            if group == pid:
-                os.killpg(group, sig)
-            else:
-                os.kill(pid, sig)
+            for sig in sigs:
+                send(pid, sig)
         except ProcessLookupError:
             return True
         end = time.monotonic() + grace
