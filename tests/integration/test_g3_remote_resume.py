@@ -116,6 +116,12 @@ def recovery_events(site: Site) -> list[tuple[float, str]]:
         "SELECT at, message FROM event WHERE name = 'load phase left running' ORDER BY at")]
 
 
+# Three G3 starts with the agent (~2.5-4 min on 2 shared cores), past the CI budget: run
+# with GATE_TEST_ALL_PLACEMENTS=1, as test_g3_lab.py's client-placement runs. The default
+# run covers the same path on real processes in test_remote_phase.py (a phase left
+# running stopped and read once; an agent that died recorded with its log).
+@pytest.mark.skipif(os.environ.get("GATE_TEST_ALL_PLACEMENTS") != "1",
+                    reason="CI budget: set GATE_TEST_ALL_PLACEMENTS=1 (~4 min)")
 def test_abort_and_resume_stop_the_dead_gates_load_before_measuring_again(
         tmp_path: Path, unpacked: Path) -> None:
     with one_cell_site(tmp_path) as site:
