@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
                    "harness.registry", "harness.remote", "harness.bundle")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
+                    "harness.digests",
                     "harness.labels", ROOT)),
 )
 
