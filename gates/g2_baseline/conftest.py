@@ -13,8 +13,8 @@ from harness.g2.serving_run import ServingBaseline
 from harness.g3.arms import ArmControl, transport_action_runner
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import layouts
-from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.pytest_plugin import GATE_KEY, GateContext
+from harness.remote.placement import load_executor
 
 
 def _asked(ctx: GateContext) -> dict[str, bool]:
@@ -66,13 +66,7 @@ def serving(gate: GateContext) -> Iterator[ServingBaseline]:
     watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id,
                         gate.recorder.event)
     clean_slate(watch, control, layouts(cfg), gate.recorder.campaign_id)
-    executor: Executor = InProcessExecutor()
-    if cfg.load.placement == "client":  # the load runs next to the engines (docs/remote.md)
-        from harness.remote.placement import client_executor
-
-        wheels = cfg.load.agent_wheels
-        executor = client_executor(gate.inventory, pool,
-                                   gate.loaded.resolve(wheels) if wheels else None, gate.run_id)
+    executor = load_executor(gate.loaded, gate.inventory, pool, gate.run_id)
     try:
         yield ServingBaseline(gate=gate, control=control, watch=watch, executor=executor)
     finally:

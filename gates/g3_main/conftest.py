@@ -12,8 +12,8 @@ from harness.g3.arms import ArmControl, transport_action_runner
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import cells, layouts
 from harness.g3.session import G3Session
-from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.pytest_plugin import GATE_KEY, GateContext
+from harness.remote.placement import load_executor, stop_left_phases
 
 DROP_CACHES = "sync && echo 3 > /proc/sys/vm/drop_caches"
 
@@ -57,18 +57,15 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
 
     control = ArmControl(cfg, gate.inventory, runner)
     watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id, event)
+    executor = load_executor(gate.loaded, gate.inventory, pool, gate.run_id)
     if gate.resume_from is not None:
+        # No load of the killed run may still reach an engine: its phases left on the
+        # client host are stopped and read first (their records kept, out of every count).
+        stop_left_phases(executor, gate.store, gate.run_id)
         # The unfinished pair is measured again from its start; its phases stay on record.
         recorder.supersede_unpaired()
     # Nothing left over from a killed run may serve, hold a port, or answer for an arm.
     clean_slate(watch, control, layouts(cfg), recorder.campaign_id)
-    executor: Executor = InProcessExecutor()
-    if cfg.load.placement == "client":  # the load runs next to the engines (docs/remote.md)
-        from harness.remote.placement import client_executor
-
-        wheels = cfg.load.agent_wheels
-        executor = client_executor(gate.inventory, pool,
-                                   gate.loaded.resolve(wheels) if wheels else None, gate.run_id)
     try:
         yield G3Session(gate=gate, control=control, watch=watch, drop_caches=drop_caches,
                         storage_hosts=storage, executor=executor)

@@ -8,23 +8,15 @@ USB stick, a truncated transfer), not a forger.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.digests import parse_sums, sha256_file, sums_text
+
 MANIFEST, SUMS = "manifest.json", "SHA256SUMS"
 FORMAT = 1
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def digests(root: Path) -> dict[str, str]:
@@ -38,7 +30,7 @@ def write_manifest(root: Path, info: dict[str, Any]) -> dict[str, Any]:
     files = digests(root)
     manifest = {"format": FORMAT, **info, "files": files}
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    (root / SUMS).write_text("".join(f"{h}  {name}\n" for name, h in sorted(files.items())))
+    (root / SUMS).write_text(sums_text(files))
     return manifest
 
 
@@ -48,7 +40,7 @@ class Problem:
     what: str  # "changed", "missing", "unlisted", or SHA256SUMS disagreeing
 
 
-def check(on_disk: dict[str, str], listed: dict[str, str], sums_text: str) -> list[Problem]:
+def check(on_disk: dict[str, str], listed: dict[str, str], sums_file: str) -> list[Problem]:
     """Every file listed is present (on_disk: relative path -> sha256) with its digest,
     nothing unlisted is present, and SHA256SUMS says the same as the manifest."""
     problems = []
@@ -59,15 +51,9 @@ def check(on_disk: dict[str, str], listed: dict[str, str], sums_text: str) -> li
         elif got != want:
             problems.append(Problem(name, "changed"))
     problems += [Problem(n, "unlisted") for n in sorted(set(on_disk) - set(listed))]
-    sums = dict(_sum_lines(sums_text.splitlines()))
+    sums = parse_sums(sums_file)
     if sums != listed:
         bad = sorted({n for n in set(sums) | set(listed) if sums.get(n) != listed.get(n)})
         problems.append(Problem(bad[0] if bad else SUMS, f"{SUMS} disagrees with {MANIFEST}"))
     return problems
 
-
-def _sum_lines(lines: Iterable[str]) -> Iterable[tuple[str, str]]:
-    for line in lines:
-        digest, _, name = line.partition("  ")
-        if name:
-            yield name, digest

@@ -172,7 +172,7 @@ class ServingBaseline:
         where = Where(gate="G2", layout=cell.layout.name, tier=cell.tier, arm=ARM,
                       repetition=max(rep, 0), phase=phase, total=len(specs),
                       phase_no=self.phases_started, phases_planned=self._phases_planned())
-        outcome = self.executor.run(spec, counted(where, writer.sink))
+        outcome = self.executor.run(spec, counted(where, writer.sink), label=writer.label)
         writer.finish(outcome)
         if outcome.health.sim_lag_mean_ms is not None:
             self.gate.mark_simulated()  # only the simulator reports its schedule

@@ -246,9 +246,11 @@ def clean_slate(watch: EngineWatch, control: ArmControl, layouts: list[Layout],
 def release_engines(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,
                     sudo_password: str | None) -> list[str]:
     """`gate runs abort`: stop what the dead run left running (the clean slate a resume
-    or a new run starts from). Returns what the user should know."""
+    or a new run starts from): first its load phases on the client host (their records
+    stored), then the engines. Returns what the user should know."""
     from harness.g3.arms import transport_action_runner
     from harness.g3.plan import layouts
+    from harness.remote.placement import load_executor, stop_left_phases
     from harness.transport import TransportPool
 
     config = loaded.config
@@ -257,7 +259,16 @@ def release_engines(loaded: LoadedConfig, inventory: Inventory, store: Store, ru
 
     pool = TransportPool(inventory, known_hosts=loaded.known_hosts_path,
                          sudo_password=sudo_password)
+    lines = []
     try:
+        if config.load.placement == "client":
+            try:
+                left = stop_left_phases(load_executor(loaded, inventory, pool, run_id), store,
+                                        run_id)
+                lines += [f"load: {line}" for line in left] or [
+                    "load: no phase of this run was left on the client host"]
+            except GateError as exc:
+                lines.append(f"load: {exc.one_line()}")
         runner = transport_action_runner(pool, inventory, loaded.known_hosts_path,
                                          loaded.base / "artifacts" / f"run-{run_id}", event,
                                          become_password=sudo_password)
@@ -266,7 +277,7 @@ def release_engines(loaded: LoadedConfig, inventory: Inventory, store: Store, ru
             clean_slate(watch, ArmControl(config, inventory, runner), layouts(config),
                         recorder.campaign_id)
         except GateError as exc:
-            return [f"engines: {exc.one_line()}"]
-        return ["engines: both arms' stop actions ran; every endpoint is down"]
+            return [*lines, f"engines: {exc.one_line()}"]
+        return [*lines, "engines: both arms' stop actions ran; every endpoint is down"]
     finally:
         pool.close()

@@ -92,7 +92,7 @@ class G3Session:
     phases_started: int = 0  # for progress: how far the gate is
     phases_added: int = 0  # in pairs past the minimum (a cell undecided): 4 a pair
     pairs_added: set[tuple[str, int, int]] = field(default_factory=set)
-    # Where load phases run (a later issue adds an agent on the client host).
+    # Where load phases run: here, or the agent on the client host (remote.placement).
     executor: Executor = field(default_factory=InProcessExecutor)
 
     @property
@@ -240,7 +240,7 @@ class G3Session:
                                      added=added), sink)
 
             warm = begin("warm")
-            w = self.executor.run(spec, shown("warm", warm.sink))
+            w = self.executor.run(spec, shown("warm", warm.sink), label=warm.label)
             warm.finish(w)
             _ended_in_time(w, "warm", arm)
             _some_succeeded(w.records, "warm", arm, cfg)
@@ -254,7 +254,7 @@ class G3Session:
             with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
                                 ev.storage_sample_interval) as sampler, \
                     MetricsSampler(urls, ev.metrics_interval) as metrics:
-                m = self.executor.run(spec, shown("measured", bench.sink))
+                m = self.executor.run(spec, shown("measured", bench.sink), label=bench.label)
             if m.health.sim_lag_mean_ms is not None:
                 # Only the simulator reports its schedule (gate_sim_schedule_*). An engine
                 # that claims to makes the run SIMULATED: a server-side "stall" it reports

@@ -127,9 +127,12 @@ def record_dict(r: RequestRecord) -> dict[str, Any]:
 
 
 class Executor(Protocol):
-    """Runs a phase somewhere and hands finished records to `on_batch` as they come."""
+    """Runs a phase somewhere and hands finished records to `on_batch` as they come.
+    `label` says whose phase it is (its benchmark row: PhaseWriter.label); an executor
+    that runs it elsewhere names it so, for a gate that died to find it again."""
 
-    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None) -> PhaseOutcome: ...
+    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None, *,
+            label: str = "") -> PhaseOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,9 @@ class InProcessExecutor:
     progress: bool = True
     lag_interval: float = 0.01
 
-    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None) -> PhaseOutcome:
+    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None, *,
+            label: str = "") -> PhaseOutcome:
+        """label: unused; a phase in this process ends with it."""
         with asyncio.Runner(loop_factory=engine.loop_factory()) as runner:
             return runner.run(self.run_async(spec, on_batch))
 

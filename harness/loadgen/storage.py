@@ -12,6 +12,7 @@ warm and measured phases (and later G4), so every benchmark row's summary has on
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,15 @@ from harness.loadgen.records import RequestRecord
 from harness.loadgen.sampler import MetricsSampler
 from harness.store.db import Store
 from harness.store.writer import finish_benchmark, insert_requests, insert_series, start_benchmark
+
+LABEL = "bench{}"  # a phase's label where it runs: its benchmark row's id
+_LABELLED = re.compile(r"^bench(\d+)-")
+
+
+def benchmark_of(name: str) -> int | None:
+    """The benchmark id a phase's directory name (`bench12-...`) starts with, or None."""
+    m = _LABELLED.match(name)
+    return int(m[1]) if m else None
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,11 @@ class PhaseWriter:
                                             tier=key.tier, repetition=key.repetition,
                                             phase=key.phase, driver=key.driver, params=params)
         self.sink = RequestSink(store, self.benchmark_id)
+
+    @property
+    def label(self) -> str:
+        """What the executor calls this phase where it runs (harness.loadgen.phase)."""
+        return LABEL.format(self.benchmark_id)
 
     def finish(self, outcome: PhaseOutcome | None, *, status: str | None = None,
                series: Sequence[Mapping[str, Any]] = (),

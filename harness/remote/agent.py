@@ -4,6 +4,7 @@
     gate-agent start --spec SPEC.json --dir DIR    detached (harness.remote.detach)
     gate-agent run --spec SPEC.json --dir DIR      in the foreground
     gate-agent pull --dir DIR --offset N           status + records from byte N
+    gate-agent stop --dir DIR [--wait S]           end a phase the gate left running
 
 `run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
 in-process engine on this host's own Python (3.9 or newer), appends every finished
@@ -134,6 +135,26 @@ def read_frames(path: Path, offset: int, limit: int) -> bytes:
         return buf[:base] + (whole if len(whole) == need else b"")
 
 
+def stop(directory: Path, wait: float) -> int:
+    """End the phase in directory if its process still runs: TERM to its process group
+    (the phase leads its own session), KILL after `wait` s. One line of JSON: its pid,
+    whether it was running, and its state (`stopped` when this ended it). For a gate
+    that died mid-phase (`gate resume`, `gate runs abort`): no load of a dead run may
+    still reach an engine when the next measurement starts."""
+    status = read_status(directory) or {}
+    pid = status.get("pid")
+    was_alive = detach.alive(pid)
+    if was_alive:
+        detach.terminate(int(pid or 0), wait)
+        if (read_status(directory) or {}).get("state") in ("starting", "running"):
+            write_status(directory, {**status, "state": "stopped", "ended_at": time.time()})
+    after = read_status(directory) or {}
+    print(json.dumps({"pid": pid, "was_alive": was_alive, "alive": detach.alive(pid),
+                      "state": after.get("state"), "error": after.get("error"),
+                      "log": detach.log_tail(directory)}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gate-agent", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -146,12 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     take.add_argument("--dir", type=Path, required=True)
     take.add_argument("--offset", type=int, default=0)
     take.add_argument("--limit", type=int, default=32 << 20)
+    halt = sub.add_parser("stop", help="end a phase still running (TERM, then KILL)")
+    halt.add_argument("--dir", type=Path, required=True)
+    halt.add_argument("--wait", type=float, default=10.0, help="s between TERM and KILL")
     args = parser.parse_args(argv)
     if args.version:
         print(f"gate-agent {__version__} python {platform.python_version()}")
         return 0
     if args.command == "pull":
         return pull(args.dir, args.offset, args.limit)
+    if args.command == "stop":
+        return stop(args.dir, args.wait)
     if args.command not in ("run", "start"):
         parser.print_usage(sys.stderr)
         return 4

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 LOG = "agent.log"
@@ -74,6 +76,29 @@ def alive(pid: int | None) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie has finished
+
+
+def terminate(pid: int, wait: float) -> bool:
+    """TERM the phase's process group (its own session: setsid or the systemd unit), and
+    CONT so a stopped one acts on it (as systemd does), KILL after `wait` s; True when it
+    is gone."""
+    try:
+        group = os.getpgid(pid)
+    except ProcessLookupError:
+        return True
+    send = os.killpg if group == pid else os.kill
+    for sigs, grace in (((signal.SIGTERM, signal.SIGCONT), wait), ((signal.SIGKILL,), 5.0)):
+        try:
+            for sig in sigs:
+                send(pid, sig)
+        except ProcessLookupError:
+            return True
+        end = time.monotonic() + grace
+        while time.monotonic() < end:
+            if not alive(pid):
+                return True
+            time.sleep(0.05)
+    return not alive(pid)
 
 
 def log_tail(directory: Path, lines: int = 5) -> str:

@@ -12,7 +12,9 @@ the phase's status and the record file's whole frames from the last offset read.
 - the gate process may die: `attach()` (gate resume) reads the file again from the start
   and delivers only what was not stored;
 - a dead agent (killed, OOM, reboot) ends the phase as a MeasurementError naming the host,
-  the pid and its log's last lines, after every record it wrote was delivered.
+  the pid and its log's last lines, after every record it wrote was delivered;
+- a phase the dead gate left running is found by its directory (named by the caller's
+  `label`), stopped (`stop`) and read to its end (`drain`): harness.remote.leftovers.
 """
 
 from __future__ import annotations
@@ -109,12 +111,15 @@ class RemoteExecutor:
     def host(self) -> str:
         return str(getattr(self.transport, "host", "client"))
 
-    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None) -> PhaseOutcome:
-        return self.attach(self.start(spec), on_batch)
+    def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None, *,
+            label: str = "") -> PhaseOutcome:
+        return self.attach(self.start(spec, label), on_batch)
 
-    def start(self, spec: PhaseSpec) -> str:
-        """Start the phase detached; returns its directory there (for attach / resume)."""
-        phase_dir = f"{self.phase_root}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    def start(self, spec: PhaseSpec, label: str = "") -> str:
+        """Start the phase detached; returns its directory there (for attach / resume),
+        named `LABEL-TIME-ID` so a gate that died can tell whose phase it was."""
+        name = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        phase_dir = f"{self.phase_root}/{label}-{name}" if label else f"{self.phase_root}/{name}"
         self.transport.run(["mkdir", "-p", phase_dir], timeout=30).check(STAGE)
         with tempfile.TemporaryDirectory(prefix="gate-spec-") as tmp:
             local = Path(tmp) / "spec.json"
@@ -123,6 +128,38 @@ class RemoteExecutor:
         self.transport.run([*self.agent, "start", "--spec", f"{phase_dir}/spec.json",
                             "--dir", phase_dir], timeout=60).check(STAGE)
         return phase_dir
+
+    def phase_dirs(self) -> list[str]:
+        """Every phase directory under phase_root there (none when it does not exist)."""
+        res = self.transport.run(["find", self.phase_root, "-mindepth", "1", "-maxdepth",
+                                  "1", "-type", "d"], timeout=60)
+        if not res.ok and "No such file" in res.stderr:
+            return []
+        return sorted(res.check(STAGE).stdout.split())
+
+    def stop(self, phase_dir: str, wait: float = 10.0) -> dict[str, Any]:
+        """End the phase if its process still runs (`gate-agent stop`): pid, was_alive,
+        alive, state, error, log."""
+        res = self.transport.run([*self.agent, "stop", "--dir", phase_dir, "--wait",
+                                  f"{wait:g}"], timeout=wait + 60)
+        answer: dict[str, Any] = json.loads(res.check(STAGE).stdout.strip().splitlines()[-1])
+        return answer
+
+    def drain(self, phase_dir: str, delivered: Collection[int],
+              on_batch: OnBatch) -> int:
+        """Read a phase that no longer runs to its end: every whole record not in
+        `delivered` goes to on_batch once. Returns how many did."""
+        puller = Puller(delivered=set(delivered))
+        n = 0
+        while True:
+            before = puller.offset
+            got = self._pull(phase_dir, before)
+            fresh = puller.take(got.data)
+            if fresh:
+                on_batch(fresh)
+                n += len(fresh)
+            if puller.offset == before or got.size - puller.offset < frames.FRAME.size:
+                return n  # the rest, if any, is a batch torn when the agent died
 
     def _pull(self, phase_dir: str, offset: int) -> Pulled:
         res = self.transport.run([*self.agent, "pull", "--dir", phase_dir, "--offset",

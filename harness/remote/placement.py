@@ -1,5 +1,7 @@
-"""`load.placement: client`: the executor that runs each load phase on the inventory's
-client host, with the agent shipped there first (harness.remote.ship)."""
+"""`load.placement`: where a gate's load phases run. `local`: in the gate's process;
+`client`: by the agent on the inventory's first [client] host, shipped there first
+(harness.remote.ship). G2's serving baseline and G3 take their executor from here, and
+`gate resume` / `gate runs abort` stop what a dead run left there (harness.remote.leftovers)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,13 @@ import sys
 from pathlib import Path
 
 from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
 from harness.errors import UsageError
+from harness.loadgen.phase import Executor, InProcessExecutor
+from harness.remote import leftovers
 from harness.remote.executor import RemoteExecutor
 from harness.remote.ship import ship_agent
+from harness.store import Store
 from harness.transport.pool import TransportPool
 
 
@@ -30,3 +36,23 @@ def client_executor(inventory: Inventory, pool: TransportPool, agent_wheels: Pat
     transport = pool.get(host)
     agent = ship_agent(transport, root)
     return RemoteExecutor(transport, agent, f".gate/phases/run{run_id}")
+
+
+def load_executor(loaded: LoadedConfig, inventory: Inventory, pool: TransportPool,
+                  run_id: int) -> Executor:
+    """The executor of run_id's load phases, as `load.placement` says (docs/remote.md)."""
+    load = loaded.config.load
+    if load.placement != "client":
+        return InProcessExecutor()
+    wheels = load.agent_wheels
+    return client_executor(inventory, pool, loaded.resolve(wheels) if wheels else None,
+                           run_id)
+
+
+def stop_left_phases(executor: Executor, store: Store, run_id: int) -> list[str]:
+    """Before a dead run is resumed or closed: its phases still on the client host are
+    stopped and their records stored (harness.remote.leftovers); one line each. Nothing
+    to do for phases that ran in the gate's process: they died with it."""
+    if not isinstance(executor, RemoteExecutor):
+        return []
+    return [left.line() for left in leftovers.recover(executor, store, run_id)]

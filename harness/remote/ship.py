@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import __version__
-from harness.bundle.manifest import SUMS, sha256_file
+from harness.bundle.manifest import SUMS
+from harness.digests import parse_sums, sha256_file, sums_text
 from harness.errors import MeasurementError, UsageError
 from harness.transport.base import Transport
 
@@ -85,12 +86,7 @@ def choose(probe: Probe, local_root: Path, host: str) -> tuple[RemotePython, Pat
 
 def _remote_sums(transport: Transport, remote: str) -> dict[str, str]:
     res = transport.run(["cat", f"{remote}/{SUMS}"], timeout=30)
-    out = {}
-    for line in res.stdout.splitlines() if res.ok else []:
-        digest, _, name = line.partition("  ")
-        if name:
-            out[name] = digest
-    return out
+    return parse_sums(res.stdout) if res.ok else {}
 
 
 def ship_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE_ROOT,
@@ -114,7 +110,7 @@ def ship_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE
     stale = sorted(set(old) - set(files))
     if stale:
         transport.run(["rm", "-f", *[f"{wheels}/{n}" for n in stale]], timeout=30)
-    sums = "".join(f"{h}  {n}\n" for n, h in sorted(files.items()))
+    sums = sums_text(files)
     marker = hashlib.sha256(f"{py.path}\n{sums}".encode()).hexdigest()
     agent = [f"{venv}/bin/gate-agent"]
     installed = transport.run(["cat", f"{remote_root}/installed"], timeout=30)

@@ -11,7 +11,6 @@ changed, missing or not listed.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness import __version__
+from harness.digests import sha256_file, sha256_stream
 from harness.errors import GateError, UsageError
 from harness.report.build import build_campaign_report, build_run_report
 from harness.report.fonts import choose_fonts
@@ -38,14 +38,6 @@ PACK_VERSION = 1
 
 class PackMismatchError(GateError):
     """An evidence pack's files do not match its manifest (exit 3, files named)."""
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _copy_artifacts(store: Store, run_ids: list[int], root: Path) -> list[dict[str, Any]]:
@@ -174,10 +166,7 @@ def verify_pack(path: Path) -> int:
                 problems.append(f"{rel} (not in the manifest)")
                 continue
             f = tar.extractfile(m)
-            h = hashlib.sha256()
-            while f is not None and (chunk := f.read(1 << 20)):
-                h.update(chunk)
-            if h.hexdigest() != entry.get("sha256"):
+            if f is None or sha256_stream(f) != entry.get("sha256"):
                 problems.append(f"{rel} (sha256 differs)")
         problems += [f"{rel} (missing)" for rel in sorted(set(listed) - seen)]
     if problems:

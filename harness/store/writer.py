@@ -85,6 +85,26 @@ def insert_requests(store: Store, benchmark_id: int, rows: Iterable[Mapping[str,
     return n
 
 
+def stored_idx(store: Store, benchmark_id: int) -> set[int]:
+    """The idx of every request row a benchmark holds (what a resumed pull must skip)."""
+    with store.engine.connect() as conn:
+        return set(conn.scalars(select(RequestRow.idx)
+                                .where(RequestRow.benchmark_id == benchmark_id)))
+
+
+def interrupt_benchmark(store: Store, benchmark_id: int, note: Mapping[str, Any]) -> bool:
+    """A phase whose gate died: RUNNING -> INTERRUPTED (kept, out of every count, as
+    supersede_unpaired marks it), `note` added to its summary. False when it was not
+    RUNNING (left as it is)."""
+    with store.session() as s:
+        row = s.get(BenchmarkRow, benchmark_id)
+        if row is None or row.status != "RUNNING":
+            return False
+        row.status = "INTERRUPTED"
+        row.summary = {**(row.summary or {}), **note}
+        return True
+
+
 def insert_series(store: Store, run_id: int, samples: Iterable[Mapping[str, Any]],
                   benchmark_id: int | None = None) -> int:
     """samples: dicts with source, metric, labels, at, value."""

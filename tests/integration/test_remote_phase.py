@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,8 +20,11 @@ from loadgen_support.server import ServerConfig, running_server
 from harness.errors import MeasurementError
 from harness.loadgen.phase import PhaseSpec
 from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
-from harness.remote import frames, records_file
+from harness.remote import detach, frames, leftovers, records_file
 from harness.remote.executor import RemoteExecutor
+from harness.store import Store
+from harness.store.runs import NewRun, start_run
+from harness.store.writer import benchmarks, insert_requests, requests, start_benchmark
 from harness.transport.local import LocalTransport
 
 AGENT = (sys.executable, "-m", "harness.remote.agent")
@@ -122,3 +126,65 @@ def test_the_gate_killed_mid_phase_resumes_with_every_request_exactly_once(
     stored = [int(x) for x in store.read_text().split()]
     assert sorted(stored) == list(range(600))
     assert outcome.status == "FINISHED" and len(outcome.records) == 600
+
+
+def run_events(store: Store, run_id: int) -> list[tuple[str, str, str]]:
+    """(name, status, message) of the run's events, from the database file itself."""
+    with sqlite3.connect(str(store.url).removeprefix("sqlite:///")) as conn:
+        return list(conn.execute("SELECT name, status, message FROM event WHERE run_id = ?",
+                                 (run_id,)))
+
+
+def _run_with_benchmark(tmp_path: Path) -> tuple[Store, int, int]:
+    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    run_id = start_run(store, NewRun(campaign="c", site="s", customer="", kind="gate",
+                                     gate="G3"))
+    bid = start_benchmark(store, run_id, arm="baseline", layout="TP8", tier=4,
+                          repetition=0, phase="measured")
+    return store, run_id, bid
+
+
+def test_a_phase_the_dead_gate_left_running_is_stopped_and_read_once(tmp_path: Path) -> None:
+    """What `gate resume` / `gate runs abort` do before anything else: the phase still
+    sending load is stopped, every record the store lacks goes into its benchmark row
+    once (what the dead gate stored stays), the row is INTERRUPTED, one event says so."""
+    store, run_id, bid = _run_with_benchmark(tmp_path)
+    root = tmp_path / ".gate" / "phases" / f"run{run_id}"
+    ex = executor(root)
+    with running_server(ServerConfig(itl=0.01)) as (url, _srv):
+        phase = Path(ex.start(spec_for(url, 2000, concurrency=2), label=f"bench{bid}"))
+        wait_for_lines(phase / frames.NAME, 20)
+        # what the gate had stored before it was killed
+        insert_requests(store, bid, [r.to_row() for r in
+                                     records_file.read_file(phase / frames.NAME)[:10]])
+        pid = json.loads((phase / "status.json").read_text())["pid"]
+        (left,) = leftovers.recover(ex, store, run_id, wait=5)
+        assert not detach.alive(pid)  # no load of the dead run goes on
+    written = records_file.read_file(phase / frames.NAME)
+    idx = [r["idx"] for r in requests(store, bid)]
+    assert sorted(idx) == sorted(r.idx for r in written) and len(set(idx)) == len(idx)
+    assert left.was_running and left.pid == pid and left.recovered == len(written) - 10
+    assert left.benchmark_id == bid and left.state == "stopped"
+    (row,) = benchmarks(store, run_id)
+    assert row.status == "INTERRUPTED" and row.summary["recovered_requests"] == left.recovered
+    events = [m for n, _, m in run_events(store, run_id) if n == "load phase left running"]
+    assert len(events) == 1 and f"pid {pid}" in events[0] and phase.name in events[0]
+    assert leftovers.recover(ex, store, run_id) == []  # handled once, not again
+
+
+def test_a_phase_whose_agent_died_is_recorded_with_its_log(tmp_path: Path) -> None:
+    store, run_id, bid = _run_with_benchmark(tmp_path)
+    ex = executor(tmp_path / "phases")
+    with running_server(ServerConfig(itl=0.01)) as (url, _srv):
+        phase = Path(ex.start(spec_for(url, 2000, concurrency=2), label=f"bench{bid}"))
+        wait_for_lines(phase / frames.NAME, 5)
+        pid = json.loads((phase / "status.json").read_text())["pid"]
+        os.kill(pid, signal.SIGKILL)
+        while detach.alive(pid):
+            time.sleep(0.05)
+        (left,) = leftovers.recover(ex, store, run_id, wait=5)
+    assert not left.was_running and left.state == "died" and "its log ends" in left.cause
+    assert left.recovered == len(records_file.read_file(phase / frames.NAME)) >= 5
+    (event,) = [(st, m) for n, st, m in run_events(store, run_id)
+                if n == "load phase left running"]
+    assert event[0] == "failed" and "had ended (died)" in event[1]

@@ -93,3 +93,23 @@ def test_a_wheel_at_the_wrong_version_counts_as_missing(tmp_path: Path) -> None:
     _wheel(tmp_path, "agent", "1", "numpy>=2")
     _wheel(tmp_path, "numpy", "1.26.4")
     assert [str(r) for r in missing_requirements(tmp_path, ["agent"], {})] == ["numpy>=2"]
+
+
+def test_the_one_file_hash_agrees_with_sha256sum_and_reads_its_own_lines(
+        tmp_path: Path) -> None:
+    """harness.digests serves the bundle, the agent's wheels and evidence packs alike."""
+    import hashlib
+    import subprocess
+
+    from harness.digests import parse_sums, sha256_file, sums_text
+
+    data = bytes(range(256)) * 9000  # past one read of CHUNK bytes
+    (tmp_path / "b.whl").write_bytes(data)
+    (tmp_path / "a b.txt").write_bytes(b"")
+    files = {p.name: sha256_file(p) for p in tmp_path.iterdir()}
+    assert files["b.whl"] == hashlib.sha256(data).hexdigest()
+    (tmp_path / SUMS).write_text(sums_text(files))
+    assert parse_sums((tmp_path / SUMS).read_text()) == files
+    checked = subprocess.run(["sha256sum", "--check", SUMS], cwd=tmp_path,
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
