@@ -4,7 +4,9 @@ group (F13), and the smaller BOM holes (F12): on real captures (tests/fixtures/h
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -143,6 +145,7 @@ def test_declared_nic_link_down_is_a_miss() -> None:
 
 
 def test_bom_refuses_count_zero_and_an_empty_os() -> None:
+    bad: dict[str, Any]
     for bad in ({"gpu": {"model": "H100", "count": 0}}, {"nvme": {"model": "x", "count": 0}},
                 {"nic": {"model": "x", "count": 0}}, {"os": {}}):
         with pytest.raises(ValidationError):
@@ -150,7 +153,7 @@ def test_bom_refuses_count_zero_and_an_empty_os() -> None:
     assert OsBom(kernel="6.8").kernel == "6.8"
 
 
-def _site(tmp_path: Path, bom: dict[str, object],
+def _site(tmp_path: Path, bom: Mapping[str, object],
           simulated: bool = False) -> tuple[SiteConfig, Inventory]:
     (tmp_path / "hosts.ini").write_text("[gpu]\ng1 ansible_connection=local\n"
                                         "g2 ansible_connection=local\n"
