@@ -15,6 +15,9 @@ from harness.config.models import G1_HEALTH, Bom, SiteConfig
 from harness.errors import UsageError
 from harness.registry import gate_spec
 
+# The host fact the suite records per host before reading it: {"items": [...], "health":
+# [...]}, so the report can show a planned check that produced no row as "not run".
+PLAN_FACT = "g1 plan"
 ITEMS = ("gpu", "nvme", "nic", "gds", "volume", "os", "software", "weights")
 
 
