@@ -101,11 +101,11 @@ def _judge_health(plan: HostPlan, health: str, reading: HostReading) -> judge.Fi
                                  for d in drives})
     if health == "ib-ports":
         cas = nic.parse_ibstat(_text(reading, "ibstat"))
-        model = plan.bom.nic.model.lower() if plan.bom.nic is not None else ""
-        ordered = [c for c in cas if model in (c.model or "").lower()]
+        model = plan.bom.nic.model if plan.bom.nic is not None else ""
+        ordered = [c for c in cas if model.lower() in (c.model or "").lower()]
         if not ordered:
             raise MeasurementError(
-                f"ib-ports: no HCA of the ordered model {model!r} in ibstat (CA types: "
+                f"ib-ports: no HCA of the ordered model {model} in ibstat (CA types: "
                 f"{', '.join(sorted({c.model or '?' for c in cas})) or 'none'}): cannot judge",
                 host=plan.host, stage="g1")
         return judge.ib_ports(ordered)

@@ -57,8 +57,8 @@ class OsBom(Frozen):
     @model_validator(mode="after")
     def _says_something(self) -> OsBom:
         if self.os is None and self.kernel is None:  # `os: {}` would pass any OS
-            raise ValueError("name the OS (os:) or the kernel (kernel:); an empty os item "
-                             "checks nothing: leave it out instead")
+            raise ValueError("os: or kernel: (an empty os item checks nothing; leave it "
+                             "out)")
         return self
 
 
