@@ -30,7 +30,7 @@ def readings(gate: GateContext) -> dict[str, HostReading]:
     for plan in plans:  # what each host must show, on record before anything is read
         gate.recorder.host_fact(host=plan.host, key=PLAN_FACT,
                                 value={"items": list(plan.items), "health": list(plan.health)},
-                                simulated=gate.simulated)
+                                simulated=False)  # the config's plan, not a reading
     pool = gate.transport_pool()
     found = read_all(plans, pool.get, cfg.gdscheck, gate.artifact_dir / "g1",
                      cfg.probe_timeout)
