@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.g1.collect import HostReading, read_all
-from harness.g1.plan import HostPlan, host_plans
+from harness.g1.plan import PLAN_FACT, HostPlan, host_plans
 from harness.pytest_plugin import GATE_KEY, GateContext
 
 
@@ -27,6 +27,10 @@ def readings(gate: GateContext) -> dict[str, HostReading]:
     """Every host's raw outputs, saved as artifacts (sha256 on record) before any check."""
     cfg = gate.loaded.config.gates.g1
     plans: list[HostPlan] = host_plans(gate.loaded.config, gate.inventory)
+    for plan in plans:  # what each host must show, on record before anything is read
+        gate.recorder.host_fact(host=plan.host, key=PLAN_FACT,
+                                value={"items": list(plan.items), "health": list(plan.health)},
+                                simulated=False)  # the config's plan, not a reading
     pool = gate.transport_pool()
     found = read_all(plans, pool.get, cfg.gdscheck, gate.artifact_dir / "g1",
                      cfg.probe_timeout)

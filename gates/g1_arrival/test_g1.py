@@ -6,10 +6,12 @@ not be read (host unreachable, tool missing, unknown format) is ERROR for that c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.config.models import SiteConfig
-from harness.errors import MeasurementError
+from harness.errors import MeasurementError, ParseError
 from harness.g1 import judge
 from harness.g1.collect import HostReading
 from harness.g1.plan import HostPlan
@@ -39,6 +41,20 @@ def _unverifiable(site: SiteConfig, key: str, check: CheckRecorder) -> None:
         pytest.skip(f"not checkable here: {why}")
 
 
+def _pci_names(reading: HostReading) -> dict[str, str]:
+    """lspci's device names by PCI address, or none when lspci gave no usable output (the
+    pcie health check says why; the NIC item then names the driver it matched)."""
+    output = reading.outputs.get("lspci")
+    if output is None or output.error or output.result is None:
+        return {}
+    try:
+        devices = lspci.parse_lspci(output.text)
+    except ParseError:
+        return {}
+    return {a: d.description for d in devices
+            if (a := judge.pci_address(d.address)) is not None}
+
+
 def _judge_item(plan: HostPlan, item: str, reading: HostReading) -> judge.Finding:
     bom = plan.bom
     if item == "gpu" and bom.gpu is not None:
@@ -51,7 +67,7 @@ def _judge_item(plan: HostPlan, item: str, reading: HostReading) -> judge.Findin
         links = {i: nic.parse_ethtool(_text(reading, f"ethtool.{i}")) for i in bom.nic.interfaces}
         drivers = {i: nic.parse_ethtool_driver(_text(reading, f"ethtool-i.{i}"))
                    for i in bom.nic.interfaces}
-        return judge.nic_eth(bom.nic, links, drivers)
+        return judge.nic_eth(bom.nic, links, drivers, _pci_names(reading))
     if item == "gds":
         return judge.gds(gpu_health.parse_gdscheck(_text(reading, "gdscheck")))
     if item == "volume" and bom.volume is not None:
@@ -78,15 +94,21 @@ def _judge_health(plan: HostPlan, health: str, reading: HostReading) -> judge.Fi
         return judge.xid(_text(reading, "dmesg"))
     if health == "pcie":
         return judge.pcie(lspci.parse_lspci(_text(reading, "lspci")))
-    if health == "nvme-smart":
-        _text(reading, "nvme-list")  # the drives' list must have been read
-        names = [n for n in reading.outputs if n.startswith("smart-log.")]
-        return judge.nvme_smart({n.split(".", 1)[1]: nvme.parse_smart_log(_text(reading, n))
-                                 for n in names})
+    if health == "nvme-smart":  # every drive the list shows (an unreadable list: ERROR)
+        drives = sorted({Path(d.device).name for d in
+                         nvme.parse_nvme_list(_text(reading, "nvme-list"))})
+        return judge.nvme_smart({d: nvme.parse_smart_log(_text(reading, f"smart-log.{d}"))
+                                 for d in drives})
     if health == "ib-ports":
         cas = nic.parse_ibstat(_text(reading, "ibstat"))
-        model = plan.bom.nic.model.lower() if plan.bom.nic is not None else ""
-        return judge.ib_ports([c for c in cas if model in (c.model or "").lower()])
+        model = plan.bom.nic.model if plan.bom.nic is not None else ""
+        ordered = [c for c in cas if model.lower() in (c.model or "").lower()]
+        if not ordered:
+            raise MeasurementError(
+                f"ib-ports: no HCA of the ordered model {model} in ibstat (CA types: "
+                f"{', '.join(sorted({c.model or '?' for c in cas})) or 'none'}): cannot judge",
+                host=plan.host, stage="g1")
+        return judge.ib_ports(ordered)
     raise MeasurementError(f"no judge for health check {health!r}", host=plan.host, stage="g1")
 
 
@@ -113,6 +135,9 @@ def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
     if not finding.ok:  # a measured miss: STOP-LOSS naming host, item, expected, found
         pytest.fail(f"{plan.host} {key}: {'; '.join(finding.problems)} (expected "
                     f"{finding.expected}; found {finding.found})", pytrace=False)
+    unjudged = judge.unjudged(key, finding)
+    if unjudged is not None:  # read nothing, or not every device: no PASS on it
+        raise MeasurementError(unjudged, host=plan.host, stage="g1")
 
 
 def test_item(gate: GateContext, site: SiteConfig, check: CheckRecorder, plan: HostPlan,

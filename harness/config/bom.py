@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from harness.config.base import Frozen
 
@@ -13,24 +13,29 @@ from harness.config.base import Frozen
 # G1's bill of materials (harness/g1): what each host of an inventory group must have.
 # Models are matched as case-insensitive substrings of what the tool reports ("A100-SXM4-80GB"
 # matches "NVIDIA A100-SXM4-80GB"); versions compare numerically ("535.54" <= "535.104.05").
+# A count is at least 1: "none of this model" is no arrival check, and health checks on
+# zero devices would judge nothing (leave the item out instead).
 class GpuBom(Frozen):
     model: str = Field(min_length=1)
-    count: int = Field(ge=0)
+    count: int = Field(ge=1)
     min_driver: str | None = None
     min_cuda: str | None = None
 
 
 class NvmeBom(Frozen):
     model: str = Field(min_length=1)
-    count: int = Field(ge=0)
+    count: int = Field(ge=1)
     min_capacity_gb: float | None = Field(default=None, gt=0, description="per drive, 1e9 B")
     firmware: str | None = None
 
 
 class NicBom(Frozen):
-    # ibstat's CA type (MT4129) or, with `interfaces`, ethtool -i's driver (mlx5_core)
+    # ibstat's CA type (MT4129) or, with `interfaces`, the device name lspci shows at
+    # ethtool -i's bus-info ("ConnectX-7", "MT2910"); ethtool's driver (mlx5_core, shared by
+    # every ConnectX) only where lspci cannot name the device. A declared interface whose
+    # link is down is a miss.
     model: str = Field(min_length=1)
-    count: int = Field(ge=0)
+    count: int = Field(ge=1)
     interfaces: list[str] = Field(default_factory=list, description="empty: read ibstat")
     min_rate_gbps: float | None = Field(default=None, gt=0)
     firmware: str | None = None
@@ -46,8 +51,15 @@ class VolumeBom(Frozen):
 
 
 class OsBom(Frozen):
-    os: str | None = None  # a substring of /etc/os-release PRETTY_NAME
-    kernel: str | None = None  # a prefix of `uname -r`
+    os: str | None = Field(default=None, min_length=1)  # a substring of os-release PRETTY_NAME
+    kernel: str | None = Field(default=None, min_length=1)  # a prefix of `uname -r`
+
+    @model_validator(mode="after")
+    def _says_something(self) -> OsBom:
+        if self.os is None and self.kernel is None:  # `os: {}` would pass any OS
+            raise ValueError("os: or kernel: (an empty os item checks nothing; leave it "
+                             "out)")
+        return self
 
 
 class FileDigest(Frozen):

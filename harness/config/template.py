@@ -84,8 +84,10 @@ COMMENTS: dict[str, str] = {
                          "the defaults (the dry-run shows the count per cell)",
     "gates": "each gate's own settings",
     "gates.g1": "G1 arrival acceptance",
-    "gates.g1.bom": "bill of materials per group, e.g. {gpu: {model: \"NVIDIA A100-SXM4-80GB\", "
-                    "count: 8, min_driver: \"535.104\", firmware: null}}",
+    "gates.g1.bom": "bill of materials per inventory group; the gpu group is required with "
+                    "its gpu item, e.g. {gpu: {gpu: {model: \"A100-SXM4-80GB\", count: 8, "
+                    "min_driver: \"535.104\"}, nic: {model: ConnectX-7, count: 8}}}; a gpu "
+                    "group without nvme, nic, volume or software: a PASS needs a sign-off",
     "gates.g1.optional": "check names that may be skipped without an ERROR",
     "gates.g1.unverifiable": "item or health check -> why this lab cannot check it "
                              "(SKIPPED with the reason; at a real site a PASS needs a sign-off)",

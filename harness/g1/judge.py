@@ -24,7 +24,7 @@ from harness.config.models import (
 from harness.probes.gpu_health import GdsCheck
 from harness.probes.lspci import PciDevice
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
-from harness.probes.nvidia_smi import NvidiaSmiLog
+from harness.probes.nvidia_smi import Gpu, NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, SmartLog, Subsystem
 
 GB = 1e9
@@ -37,6 +37,11 @@ class Finding:
     found: str
     problems: tuple[str, ...] = ()
     facts: dict[str, object] = field(default_factory=dict)  # serials, versions: host facts
+    # Health checks: how many devices were actually read, and what should have been read
+    # and was not (None for items, whose count problems say it). The caller makes a check
+    # that read nothing, or not everything it needed, an ERROR: never a PASS.
+    checked: int | None = None
+    unread: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -132,28 +137,57 @@ def _nic_expected(bom: NicBom) -> str:
         f", firmware {bom.firmware}" if bom.firmware else "")
 
 
+def pci_address(address: str | None) -> str | None:
+    """`0000:17:00.0` for lspci's `17:00.0`, ethtool's `0000:17:00.0` and nvidia-smi's
+    `00000000:17:00.0` alike (None when it is no PCI address: a virtual NIC's bus-info)."""
+    found = re.fullmatch(r"(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])",
+                         (address or "").strip())
+    if found is None:
+        return None
+    return f"{int(found.group(1) or '0', 16):04x}:{found.group(2).lower()}"
+
+
 def nic_eth(bom: NicBom, links: Mapping[str, EthtoolLink],
-            drivers: Mapping[str, EthtoolDriver]) -> Finding:
-    matching = [i for i, d in drivers.items() if _matches(bom.model, d.driver)]
+            drivers: Mapping[str, EthtoolDriver],
+            pci_names: Mapping[str, str] | None = None) -> Finding:
+    """`pci_names`: lspci's device name by PCI address. The model is matched against the
+    device name at the interface's bus-info (`ConnectX-7`, not the driver mlx5_core that
+    every ConnectX shares); only where lspci could not name the device (no lspci, a
+    virtual NIC) against ethtool's driver, and `found` says so."""
+    names = pci_names or {}
+
+    def identity(iface: str) -> str | None:
+        address = pci_address(drivers[iface].bus_info)
+        return names.get(address) if address is not None and address in names \
+            else drivers[iface].driver
+
+    matching = [i for i in drivers if _matches(bom.model, identity(i))]
     problems = []
     if len(matching) != bom.count:
-        others = [d.driver or "?" for i, d in drivers.items() if i not in matching]
+        others = [identity(i) or "?" for i in drivers if i not in matching]
         problems.append(_count_problem("interfaces with", bom.model, bom.count, len(matching),
                                        others))
     for iface in matching:
         link, drv = links.get(iface), drivers[iface]
-        if bom.min_rate_gbps is not None and (link is None or (link.speed_gbps or 0)
-                                              < bom.min_rate_gbps):
-            speed = link.speed_gbps if link is not None else None
-            problems.append(f"{iface}: link {speed if speed is not None else 'down'} Gb/s < "
-                            f"{bom.min_rate_gbps:g}")
+        speed = link.speed_gbps if link is not None else None
+        if link is None or link.link_detected is False or speed is None:
+            problems.append(f"{iface}: link down")
+        elif bom.min_rate_gbps is not None and speed < bom.min_rate_gbps:
+            problems.append(f"{iface}: link {speed:g} Gb/s < {bom.min_rate_gbps:g}")
         if bom.firmware and drv.firmware != bom.firmware:
             problems.append(f"{iface}: firmware {drv.firmware or 'unknown'}, "
                             f"{bom.firmware} ordered")
-    found = ", ".join(
-        f"{i} {drivers[i].driver or '?'} fw {drivers[i].firmware or '-'} "
-        f"{(links[i].speed_gbps if i in links and links[i].speed_gbps is not None else 0):g}"
-        " Gb/s" for i in drivers) or "no interface"
+
+    def shown(iface: str) -> str:
+        address = pci_address(drivers[iface].bus_info)
+        named = address is not None and address in names
+        speed = links[iface].speed_gbps if iface in links else None
+        return (f"{iface} {identity(iface) or '?'}"
+                + ("" if named else " (driver; lspci did not name the device)")
+                + f" fw {drivers[iface].firmware or '-'} "
+                + (f"{speed:g} Gb/s" if speed is not None else "link down"))
+
+    found = ", ".join(shown(i) for i in drivers) or "no interface"
     return Finding(_nic_expected(bom), found, tuple(problems),
                    {"nic bus": {i: d.bus_info for i, d in drivers.items()}})
 
@@ -236,6 +270,12 @@ def weights(bom: WeightsBom, sizes: Mapping[str, int], digests: Mapping[str, str
 
 
 # -- health ---------------------------------------------------------------------------
+def _ecc_read(g: Gpu) -> bool:
+    """ECC reported off (nothing to count: shown as such), or its uncorrectable counter read.
+    N/A (a MIG instance, a GPU without ECC, a driver that hides it) is not a reading."""
+    return g.ecc_enabled is False or g.ecc_volatile_uncorrectable is not None
+
+
 def gpu_ecc(log: NvidiaSmiLog) -> Finding:
     problems = []
     for g in log.gpus:
@@ -253,8 +293,10 @@ def gpu_ecc(log: NvidiaSmiLog) -> Finding:
         f"{g.pci_bus_id} ECC {'on' if g.ecc_enabled else 'off' if g.ecc_enabled is False else '-'}"
         f" unc {g.ecc_volatile_uncorrectable if g.ecc_volatile_uncorrectable is not None else '-'}"
         f" retired {g.retired_pages if g.retired_pages is not None else '-'}" for g in log.gpus)
+    unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus if not _ecc_read(g))
     return Finding("no uncorrectable ECC errors, retired pages or failed remaps",
-                   found or "no GPU", tuple(problems))
+                   found or "no GPU", tuple(problems), checked=len(log.gpus) - len(unread),
+                   unread=unread)
 
 
 def gpu_link(log: NvidiaSmiLog) -> Finding:
@@ -266,7 +308,10 @@ def gpu_link(log: NvidiaSmiLog) -> Finding:
     found = "; ".join(f"{g.pci_bus_id} x{g.link_width_current or '?'}/x{g.link_width_max or '?'}"
                       f" gen{g.link_gen_current or '?'}/{g.link_gen_max or '?'}"
                       for g in log.gpus)
-    return Finding("every GPU link at its full width", found or "no GPU", tuple(problems))
+    unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus
+                   if g.link_width_current is None or g.link_width_max is None)
+    return Finding("every GPU link at its full width", found or "no GPU", tuple(problems),
+                   checked=len(log.gpus) - len(unread), unread=unread)
 
 
 _XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")
@@ -279,18 +324,28 @@ def xid(kernel_log: str) -> Finding:
     return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems)
 
 
+# Classes whose physical functions are always PCIe endpoints with a link: one of them
+# without a readable LnkSta (`Capabilities: <access denied>`) is a link not checked.
+_LINKED = ("3D controller", "Non-Volatile memory controller", "Infiniband controller",
+           "Ethernet controller")
+
+
 def pcie(devices: Sequence[PciDevice]) -> Finding:
     narrow = [d for d in devices if d.width_below_capability]
     checked = [d for d in devices if not d.virtual_function and d.link_width is not None]
+    unread = tuple(f"{d.address} {d.description[:48]}" for d in devices
+                   if d.kind in _LINKED and not d.virtual_function and d.link_width is None)
     problems = tuple(f"{d.address} {d.description[:48]}: PCIe link x{d.link_width} of "
                      f"x{d.link_width_max}" for d in narrow)
     vfs = sum(1 for d in devices if d.virtual_function)
     return Finding("every PCIe link at its full width (virtual functions skipped)",
                    f"{len(checked)} links checked, {len(narrow)} narrow, {vfs} VFs skipped",
-                   problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}})
+                   problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}},
+                   checked=len(checked), unread=unread)
 
 
 def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
+    """`logs`: the smart-log of every drive `nvme list` found (none: nothing was judged)."""
     problems = []
     for dev, log in sorted(logs.items()):
         if log.critical_warning:
@@ -301,7 +356,10 @@ def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
                       f" media {s.media_errors if s.media_errors is not None else '-'}"
                       f" used {s.percent_used if s.percent_used is not None else '-'}%"
                       for d, s in sorted(logs.items()))
-    return Finding("no critical warning, no media errors", found or "no drive", tuple(problems))
+    unread = tuple(d for d, s in sorted(logs.items())
+                   if s.critical_warning is None or s.media_errors is None)
+    return Finding("no critical warning, no media errors", found or "no drive", tuple(problems),
+                   checked=len(logs) - len(unread), unread=unread)
 
 
 def ib_ports(cas: Sequence[IbDevice]) -> Finding:
@@ -309,4 +367,38 @@ def ib_ports(cas: Sequence[IbDevice]) -> Finding:
             for c in cas for p in c.ports if not p.up]
     total = sum(len(c.ports) for c in cas)
     return Finding("every port Active", f"{total - len(down)} of {total} ports Active",
-                   tuple(down))
+                   tuple(down), checked=total)
+
+
+# health check -> (what it reads, what "nothing there" means)
+_READS = {
+    "gpu-ecc": ("an uncorrectable ECC counter", "no GPU in nvidia-smi's output"),
+    "gpu-link": ("its PCIe link width", "no GPU in nvidia-smi's output"),
+    "pcie": ("its link status", "no device showed LnkSta: capabilities unreadable "
+             "(lspci needs root)"),
+    "nvme-smart": ("a SMART log", "nvme list found no drive"),
+    "ib-ports": ("a port", "no port on the ordered HCAs"),
+}
+
+
+def unjudged(key: str, finding: Finding) -> str | None:
+    """Why a health check cannot stand as a PASS (None when it read what it needed): it
+    read nothing, or some device it had to read reported N/A. A measurement that did not
+    happen is an ERROR, never a PASS."""
+    if finding.checked is None:
+        return None
+    what, empty = _READS.get(key, ("a value", "nothing was read"))
+    if finding.checked == 0:
+        cause = (f"none of {len(finding.unread)} reported {what} "
+                 f"(N/A on all {len(finding.unread)}: {_some(finding.unread)})"
+                 if finding.unread else empty)
+        return f"{key}: {cause}: cannot judge"
+    if finding.unread:
+        return (f"{key}: {_some(finding.unread)} reported no {what} (N/A; "
+                f"{finding.checked} read): cannot judge them")
+    return None
+
+
+def _some(names: Sequence[str], limit: int = 4) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more"
+                                        if len(names) > limit else "")

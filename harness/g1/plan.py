@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from harness.config.inventory import Inventory
 from harness.config.models import G1_HEALTH, Bom, SiteConfig
 from harness.errors import UsageError
+from harness.registry import gate_spec
 
+# The host fact the suite records per host before reading it: {"items": [...], "health":
+# [...]}, so the report can show a planned check that produced no row as "not run".
+PLAN_FACT = "g1 plan"
 ITEMS = ("gpu", "nvme", "nic", "gds", "volume", "os", "software", "weights")
 
 
@@ -65,10 +69,28 @@ def optional_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
             if any(c.endswith(f"-{key}]") for key in unverifiable)]
 
 
+# The item classes an arrival check of a GPU host is expected to cover beside the GPUs.
+GPU_HOST_ITEMS = ("nvme", "nic", "volume", "software")
+
+
+def _required_groups() -> tuple[str, ...]:
+    """The inventory groups G1 exists for (its registry spec): each needs a BOM."""
+    return gate_spec("G1").groups
+
+
 def weakened(config: SiteConfig) -> list[str]:
-    """Items declared unverifiable weaken the arrival evidence: a reviewer signs a PASS."""
-    return [f"G1 {item} not checked: {why}" for item, why in
-            sorted(config.gates.g1.unverifiable.items()) if not config.simulated]
+    """What a real site's arrival evidence leaves out, so a reviewer signs a PASS: items
+    declared unverifiable, and item classes the gpu group's BOM does not order."""
+    if config.simulated:
+        return []
+    lines = [f"G1 {item} not checked: {why}" for item, why in
+             sorted(config.gates.g1.unverifiable.items())]
+    for group in _required_groups():
+        bom = config.gates.g1.bom.get(group)
+        if bom is not None:
+            lines += [f"G1 {group} group: no {item} in its BOM (not checked at arrival)"
+                      for item in GPU_HOST_ITEMS if getattr(bom, item) is None]
+    return lines
 
 
 def validate(config: SiteConfig, inventory: Inventory) -> None:
@@ -86,4 +108,13 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
             raise UsageError(f"{key!r} is no G1 item or health check",
                              key=f"gates.g1.unverifiable.{key}",
                              hint=f"one of {', '.join(sorted(known))}")
+    for group in _required_groups():  # the hosts the gate exists for are checked
+        bom = g1.bom.get(group)
+        if bom is None:
+            raise UsageError(f"G1 needs a BOM for the {group} group", key=f"gates.g1.bom.{group}",
+                             hint=f"e.g. {group}: {{gpu: {{model: H100, count: 8}}}}")
+        if bom.gpu is None:
+            raise UsageError(f"the {group} group's BOM orders no GPU",
+                             key=f"gates.g1.bom.{group}.gpu",
+                             hint="e.g. gpu: {model: H100, count: 8}")
     host_plans(config, inventory)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from harness.g1.plan import PLAN_FACT
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
 from harness.report.model import Table
@@ -32,9 +34,15 @@ def _split(nodeid: str, host: str | None) -> tuple[str, str] | None:
     return host, param[len(host) + 1:]
 
 
-def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...],
-           run: RunInfo) -> Table | None:
-    """Hosts as rows, items (or fio target-job) as columns, the outcome in each cell."""
+def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...], run: RunInfo,
+           planned: Mapping[str, Sequence[str]] | None = None) -> Table | None:
+    """Hosts as rows, items (or fio target-job) as columns, the outcome in each cell.
+
+    A host's outcome is its worst cell; a host whose only non-PASS cells are SKIPPED says
+    "PASS (n skipped)" in a neutral tone, never a plain PASS. `planned` (host -> the items
+    the run's plan gave it) makes a planned cell without a row "not run" and its host
+    ERROR: the check never produced a result (INCONCLUSIVE in a partial run, which left
+    it out on purpose and is no PASS either)."""
     cells: dict[str, dict[str, str]] = {}
     columns: list[str] = []
     for c in checks.itertuples(index=False):
@@ -47,18 +55,52 @@ def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...],
         if item not in columns:
             columns.append(item)
         cells.setdefault(host, {})[item] = str(c.outcome)
+    for host, items in (planned or {}).items():
+        for item in items:
+            if item not in columns:
+                columns.append(item)
+            cells.setdefault(host, {}).setdefault(item, "NOT_RUN")
     if not cells:
         return None
     rows, tones = [], []
     for host in sorted(cells):
-        outcomes = set(cells[host].values())
-        worst = next((o for o in ("STOP-LOSS", "ERROR", "INCONCLUSIVE") if o in outcomes),
-                     "PASS")
-        tone, word = so_far(run, t, worst, outcome_word(t, worst))
+        tone, word = so_far(run, t, *_host_outcome(t, cells[host].values(), run.partial))
         rows.append([host] + [outcome_word(t, cells[host][i]) if i in cells[host] else "—"
                               for i in columns] + [word])
         tones.append(tone)  # the row's tone colours its last cell: the host's outcome
     return Table(columns=[t("col.host"), *columns, t("col.outcome")], rows=rows, tones=tones)
+
+
+def _host_outcome(t: Translator, outcomes: Iterable[str], partial: bool) -> tuple[str, str]:
+    """(tone token, word) of one host's row from its cells."""
+    seen = list(outcomes)
+    if "NOT_RUN" in seen and "STOP-LOSS" not in seen:
+        # planned, no result: the plan failed (ERROR), or a partial run left it out, which
+        # is no PASS either (the run itself is INCONCLUSIVE)
+        token = "INCONCLUSIVE" if partial and "ERROR" not in seen else "ERROR"
+        return token, outcome_word(t, token)
+    worst = next((o for o in ("STOP-LOSS", "ERROR", "INCONCLUSIVE") if o in seen), None)
+    if worst is not None:
+        return worst, outcome_word(t, worst)
+    skipped = seen.count("SKIPPED")
+    if skipped:
+        return "SKIPPED", t("arrival.pass_skipped", {"n": skipped})
+    return "PASS", outcome_word(t, "PASS")
+
+
+def planned_items(facts: pd.DataFrame, kind: str) -> dict[str, list[str]]:
+    """host -> the items (kind "items") or health checks ("health") the G1 plan gave it, as
+    the suite recorded them (host fact "g1 plan") before reading the hosts."""
+    if facts.empty:
+        return {}
+    plan = facts[facts["key"].astype(str) == PLAN_FACT]
+    found: dict[str, list[str]] = {}
+    for f in plan.itertuples(index=False):
+        value = f.value if isinstance(f.value, dict) else {}
+        listed = value.get(kind, [])
+        if isinstance(listed, list):
+            found[str(f.host)] = [str(i) for i in listed]
+    return found
 
 
 def facts_table(facts: pd.DataFrame, t: Translator, prefix: tuple[str, ...]) -> Table | None:
@@ -88,10 +130,12 @@ def build_g1(frames: RunFrames, ctx: Context) -> Contribution:
     base = GENERIC.build(frames, ctx)
     t = ctx.t
     extra = []
-    items = matrix(frames.checks, t, ("test_item",), frames.run)
+    items = matrix(frames.checks, t, ("test_item",), frames.run,
+                   planned_items(frames.facts, "items"))
     if items is not None:
         extra.append((t("arrival.h_items"), items))
-    health = matrix(frames.checks, t, ("test_health",), frames.run)
+    health = matrix(frames.checks, t, ("test_health",), frames.run,
+                    planned_items(frames.facts, "health"))
     if health is not None:
         extra.append((t("arrival.h_health"), health))
     serials = facts_table(frames.facts, t, ("serial change", "gpu serials", "nvme serials",
