@@ -24,14 +24,13 @@ from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
 from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
+from harness.g3.phase_checks import ended_in_time, measured_something
 from harness.g3.plan import Cell, doc_seed, docs_for
 from harness.g3.records import phase_params, phase_spec
 from harness.g3.session import REMEASURES, GateRun
-from harness.loadgen.failures import explain
-from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.records import Endpoint as LoadEndpoint
-from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.store import Store
@@ -176,7 +175,8 @@ class ServingBaseline:
         writer.finish(outcome)
         if outcome.health.sim_lag_mean_ms is not None:
             self.gate.mark_simulated()  # only the simulator reports its schedule
-        _measured_something(outcome, phase, cfg)
+        ended_in_time(outcome, f"baseline {phase}", f"g2 serving {phase}")
+        measured_something(outcome.records, f"baseline {phase}", f"g2 serving {phase}", cfg)
         return rep_figures(outcome.records, outcome.result.wall_time, cfg.workload.max_tokens,
                            {s.doc_id: s.prompt_tokens for s in specs},
                            saturation=outcome.health.reason)
@@ -185,26 +185,6 @@ class ServingBaseline:
         from harness.g2.plan import serving_cells
 
         return len(serving_cells(self.config)) * (self.limits.repetitions + 1)
-
-
-def _measured_something(outcome: PhaseOutcome, phase: str, cfg: SiteConfig) -> None:
-    """A phase stopped at phase_timeout, or one whose every request failed, measured
-    nothing to judge: ERROR (what finished is stored), quoting the server."""
-    if outcome.status == "TIMEOUT":
-        raise MeasurementError(f"the baseline {phase} phase ran past gates.g3.phase_timeout "
-                               "and was stopped; its finished requests are stored",
-                               stage=f"g2 serving {phase}")
-    records: list[RequestRecord] = outcome.records
-    if not records:
-        raise MeasurementError(f"the baseline {phase} phase returned no request records",
-                               stage=f"g2 serving {phase}")
-    if not any(r.ok for r in records):
-        report = explain(records, api=cfg.workload.api, model=cfg.model.name)
-        first = report.samples[0].line() if report and report.samples else "?"
-        hint = f"; likely cause: {report.hint}" if report and report.hint else ""
-        raise MeasurementError(f"every request of the baseline {phase} phase failed "
-                               f"({len(records)}x), e.g. {first}{hint}",
-                               stage=f"g2 serving {phase}")
 
 
 def release(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,11 +21,17 @@ from harness.config.decision import criteria_for
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
-from harness.errors import EndpointError, InfrastructureError, MeasurementError
-from harness.g3.arms import ArmControl, Endpoint, endpoints, health_path, wait_healthy
+from harness.errors import MeasurementError
+from harness.g3.arms import ArmControl, endpoints, health_path
 from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
 from harness.g3.identity import compare_arms
+from harness.g3.phase_checks import (
+    ended_in_time,
+    load_endpoints,
+    measured_something,
+    still_healthy,
+)
 from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
 from harness.g3.preflight import Preflight, exposes_external, model_card
 from harness.g3.problems import Problem, ProblemKind
@@ -50,10 +56,8 @@ from harness.g3.rules import (
 from harness.loadgen import storage
 from harness.loadgen.engine import OnBatch
 from harness.loadgen.failures import explain
-from harness.loadgen.phase import Executor, InProcessExecutor, PhaseOutcome
+from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
-from harness.loadgen.records import Endpoint as LoadEndpoint
-from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.stats.model import CellDecision
@@ -224,7 +228,7 @@ class G3Session:
                                      params=phase_params(specs, urls, cfg, docs, ignore_eos,
                                                          engine))
 
-            spec = phase_spec(cfg, cell.tier, _load_endpoints(eps, cfg.model.name), specs,
+            spec = phase_spec(cfg, cell.tier, load_endpoints(eps, cfg.model.name), specs,
                               ignore_eos)
 
             def shown(phase: str, sink: OnBatch) -> OnBatch:
@@ -242,8 +246,8 @@ class G3Session:
             warm = begin("warm")
             w = self.executor.run(spec, shown("warm", warm.sink), label=warm.label)
             warm.finish(w)
-            _ended_in_time(w, "warm", arm)
-            _some_succeeded(w.records, "warm", arm, cfg)
+            ended_in_time(w, f"{arm} warm", "warm")
+            measured_something(w.records, f"{arm} warm", "warm", cfg)
             warmed = scrape_all(urls, scrape)
             seen = self.restart(arm, layout)
             self.drop_caches(cfg.gates.g3.drop_caches_on)
@@ -264,9 +268,9 @@ class G3Session:
             series = sampler.series() + metrics.series_rows()
             if m.status == "TIMEOUT":
                 bench.finish(m, series=series)
-            _ended_in_time(m, "measured", arm)
-            _still_healthy(eps, bench, m, health_path(cfg))
-            _some_succeeded(m.records, "measured", arm, cfg)
+            ended_in_time(m, f"{arm} measured", "measured")
+            still_healthy(eps, bench, m, health_path(cfg))
+            measured_something(m.records, f"{arm} measured", "measured", cfg)
             after = scrape_all(urls, scrape)
             evidence = summed_evidence(
                 before + stores, after + scrape_all(cfg.gates.g3.evidence.store_metrics,
@@ -402,46 +406,3 @@ class G3Session:
     def store_cell(self, cell: Cell, d: CellDecision, reps: list[dict[str, ArmRep]],
                    override: str = "") -> None:
         store_cell(self.gate.store, self.gate.run_id, self.config, cell, d, reps, override)
-
-
-def _load_endpoints(eps: Sequence[Endpoint], model: str) -> list[LoadEndpoint]:
-    return [LoadEndpoint(url=ep.url, model=model, instance=ep.instance) for ep in eps]
-
-
-def _ended_in_time(outcome: PhaseOutcome, phase: str, arm: str) -> None:
-    """A phase stopped by gates.g3.phase_timeout measured only part of its requests: the
-    cell is ERROR (what finished is stored, the benchmark row says TIMEOUT)."""
-    if outcome.status == "TIMEOUT":
-        raise MeasurementError(f"the {arm} {phase} phase ran past gates.g3.phase_timeout "
-                               f"({outcome.result.params.get('phase_timeout'):g} s) and was "
-                               "stopped; its finished requests are stored", stage=phase)
-
-
-def _still_healthy(eps: Sequence[Endpoint], bench: PhaseWriter, outcome: PhaseOutcome,
-                   path: str = "/health") -> None:
-    """An engine that died during the phase is an infrastructure failure, not a slow arm."""
-    for ep in eps:
-        try:
-            wait_healthy(ep.url, timeout=10, path=path)
-        except EndpointError as exc:
-            bench.finish(outcome, status="FAILED", duration=0.0,
-                         extra={"error": exc.one_line()})
-            raise InfrastructureError(f"engine died during the measured phase: {exc.message}",
-                                      host=ep.url, stage="measured") from None
-
-
-def _some_succeeded(records: Sequence[RequestRecord], phase: str, arm: str,
-                    cfg: SiteConfig) -> None:
-    """A phase where every request failed measured nothing: that is an ERROR to fix
-    (wrong model, context too long, engine broken), not an infinitely slow arm. The
-    message quotes the server and names the likely cause (harness.loadgen.failures). A
-    phase with no record at all (a remote phase whose record file was lost) is one too."""
-    if not records:
-        raise MeasurementError(f"the {arm} {phase} phase returned no request records",
-                               stage=phase)
-    if not any(r.ok for r in records):
-        report = explain(records, api=cfg.workload.api, model=cfg.model.name)
-        first = report.samples[0].line() if report and report.samples else "?"
-        hint = f"; likely cause: {report.hint}" if report and report.hint else ""
-        raise MeasurementError(f"every request of the {arm} {phase} phase failed "
-                               f"({len(records)}x), e.g. {first}{hint}", stage=phase)

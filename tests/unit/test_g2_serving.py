@@ -150,17 +150,19 @@ def test_a_phase_that_measured_nothing_is_an_error_quoting_the_server() -> None:
     from types import SimpleNamespace
 
     from harness.errors import MeasurementError
-    from harness.g2.serving_run import _measured_something
+    from harness.g3.phase_checks import ended_in_time, measured_something
 
     config = SiteConfig.model_validate({"site": {"name": "s"}, "campaign": {"name": "c"},
                                         "inventory": "hosts.ini", "model": {"name": "m"}})
     failed = [record(i, error="HTTP 500: engine broken") for i in range(3)]
     with pytest.raises(MeasurementError, match=r"every request of the baseline serving "
                        r"phase failed \(3x\), e\.g\. .*HTTP 500: engine broken"):
-        _measured_something(SimpleNamespace(status="FINISHED", records=failed),  # type: ignore[arg-type]
-                            "serving", config)
-    with pytest.raises(MeasurementError, match=r"ran past gates\.g3\.phase_timeout"):
-        _measured_something(SimpleNamespace(status="TIMEOUT", records=[record(0)]),  # type: ignore[arg-type]
-                            "warm", config)
-    _measured_something(SimpleNamespace(status="FINISHED", records=[*failed, record(9)]),  # type: ignore[arg-type]
-                        "serving", config)  # one answered: judged by the failed share
+        measured_something(failed, "baseline serving", "g2 serving serving", config)
+    with pytest.raises(MeasurementError, match=r"returned no request records"):
+        measured_something([], "baseline serving", "g2 serving serving", config)
+    stopped = SimpleNamespace(status="TIMEOUT",
+                              result=SimpleNamespace(params={"phase_timeout": 5.0}))
+    with pytest.raises(MeasurementError, match=r"ran past gates\.g3\.phase_timeout \(5 s\)"):
+        ended_in_time(stopped, "baseline warm", "g2 serving warm")  # type: ignore[arg-type]
+    measured_something([*failed, record(9)], "baseline serving", "g2 serving serving",
+                       config)  # one answered: judged by the failed share
