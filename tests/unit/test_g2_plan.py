@@ -14,7 +14,6 @@ from harness.errors import UsageError
 from harness.g2 import fio, gdsio
 from harness.g2.plan import expected_checks, validate, weakened
 
-
 FULL_SPEC = {"seq_read_mbps": 1000, "seq_write_mbps": 800, "rand_read_iops": 100000,
              "lat_qd1_p99_us": 100}
 
