@@ -198,6 +198,8 @@ def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
         except FileExistsError:
             continue
     (root / "storage").mkdir()
+    (root / "fio-local").mkdir()  # G2 never creates a fio target: a site mounts its own
+    (root / "storage" / "fio-volume").mkdir()
     from harness.workflow.demo_hardware import inventory
 
     (root / "hosts.ini").write_text(inventory(scenario), encoding="utf-8")

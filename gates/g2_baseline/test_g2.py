@@ -16,19 +16,22 @@ import pytest
 
 from harness.config.models import Layout, SiteConfig
 from harness.errors import Inconclusive, MeasurementError
-from harness.g2 import engine_version
+from harness.g2 import engine_version, health
 from harness.g2 import fio as g2fio
 from harness.g2 import gdsio as g2gdsio
-from harness.g2.plan import FioCell, fio_cells
+from harness.g2 import mount as g2mount
+from harness.g2.plan import JOBS, FioCell, fio_cells
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.plan import Cell
+from harness.probes.findmnt import Mount, parse_findmnt
 from harness.probes.fio import parse_fio
 from harness.probes.gdsio import parse_gdsio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.progress_log import Timed
 from harness.pytest_plugin import CheckRecorder, GateContext
+from harness.transport.base import Transport
 from harness.transport.result import CommandResult, describe, tail
 
 MISSING = 127
@@ -53,22 +56,54 @@ def _ok(result: CommandResult, host: str) -> str:
     return result.stdout
 
 
+def _filesystem(gate: GateContext, host: Transport, cell: FioCell) -> Mount:
+    """The filesystem the target's directory is on, as findmnt resolves it on the host;
+    ERROR where it is not what the target declares (harness/g2/mount.py). G2 never creates
+    the directory: an unmounted volume would leave fio measuring the root disk."""
+    target = cell.target
+    if not host.run(["test", "-d", target.path], timeout=30).ok:
+        raise MeasurementError(f"{target.path} is not a directory on {cell.host}",
+                               host=cell.host, stage="g2 fio",
+                               hint="mount the target volume and create the directory: "
+                                    "G2 does not create it")
+    found = host.run(g2mount.argv(target.path), timeout=30)
+    _save(gate, cell.host, f"findmnt.{target.name}.{cell.job}", found)
+    mount = parse_findmnt(_ok(found, cell.host))
+    zfs = None
+    if mount.fstype == "zfs" and target.direct:
+        version = host.run(["cat", "/sys/module/zfs/version"], timeout=30)
+        zfs = g2mount.zfs_version(version.stdout) if version.ok else None
+    if cell.job == JOBS[0]:  # once per target and host
+        gate.recorder.host_fact(host=cell.host, key=f"fio {target.name} filesystem",
+                                value={"source": mount.source, "fstype": mount.fstype,
+                                       "mount": mount.target}, simulated=gate.simulated)
+    why = g2mount.problem(target, mount, zfs)
+    if why:
+        raise MeasurementError(why, host=cell.host, stage="g2 fio",
+                               hint="set the target's mount: / device: to what it is on, "
+                                    "or direct: false (weakened)")
+    return mount
+
+
 def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: FioCell) -> None:
     """One fio job on one target of one host: bandwidth, IOPS or p99 latency against the
-    vendor's figure x min_fraction."""
+    vendor's figure x min_fraction, on the filesystem the target declares."""
     check.host = cell.host
     g2 = site.gates.g2
     host = gate.transport_pool().get(cell.host)
     expected, bound = g2fio.wanted(cell.target, cell.job, g2.min_fraction)
     check.expect(expected)
     argv = g2fio.argv(cell.target, cell.job, g2.numjobs)
-    if not cell.target.path.startswith("/dev/"):
-        host.run(["mkdir", "-p", cell.target.path], timeout=30).check("g2 fio target")
+    raw = cell.target.path.startswith("/dev/")
+    where = cell.target.path
+    if not raw:
+        where = g2mount.described(_filesystem(gate, host, cell))
+        check.measure(where)
     try:
         with Timed(g2fio.step(cell, fio_cells(site, gate.inventory))):
             result = host.run(argv, timeout=cell.target.runtime_s * 4 + 120)
     finally:
-        if not cell.target.path.startswith("/dev/"):
+        if not raw:
             host.run(["rm", "-f", g2fio.target_file(cell.target)], timeout=60)
     _save(gate, cell.host, f"fio.{cell.target.name}.{cell.job}", result)
     parsed = parse_fio(_ok(result, cell.host))
@@ -78,7 +113,7 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
                                stage="g2 fio")
     value = g2fio.figure(parsed, cell.job)
     unit = g2fio.job(cell.job, g2.numjobs).figure
-    check.measure(f"{value:.0f} {unit}")
+    check.measure(f"{value:.0f} {unit}, {where}")
     gate.recorder.host_fact(host=cell.host, key=f"fio {cell.target.name} {cell.job}",
                             value=round(value, 1), simulated=gate.simulated)
     if math.isnan(value):
@@ -94,35 +129,28 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
 def test_gpu_health(gate: GateContext, site: SiteConfig, check: CheckRecorder,
                     gpu_host: str) -> None:
     """dcgmi diag where DCGM is installed; else nvidia-smi: ECC errors, retired pages,
-    row-remap failures."""
+    row-remap failures. Nothing read is not a PASS (harness/g2/health.py)."""
     check.host = gpu_host
     host = gate.transport_pool().get(gpu_host)
     level = site.gates.g2.dcgm_level
     diag = host.run(["dcgmi", "diag", "-r", str(level), "-j"], timeout=3600)
     if diag.rc != MISSING:
         _save(gate, gpu_host, f"dcgmi-diag-r{level}", diag)
-        report = parse_dcgmi_diag(_ok(diag, gpu_host))
-        check.expect(f"dcgmi diag -r {level}: no test failed")
-        check.measure(f"{len(report.tests)} tests, {len(report.failed)} failed")
-        if report.failed:
-            pytest.fail(f"{gpu_host} dcgmi diag: " + "; ".join(
-                f"{t.name}: {t.status} {' '.join(t.info)[:120]}" for t in report.failed),
-                pytrace=False)
-        return
-    smi = host.run(["nvidia-smi", "-q", "-x"], timeout=120)
-    _save(gate, gpu_host, "nvidia-smi", smi)
-    log = parse_nvidia_smi_xml(_ok(smi, gpu_host))
-    check.expect("nvidia-smi (no DCGM): no uncorrectable ECC, retired pages or remap failure")
-    bad = [f"{g.pci_bus_id}: " + ", ".join(
-        x for x in (g.ecc_volatile_uncorrectable and f"{g.ecc_volatile_uncorrectable} ECC",
-                    g.retired_pages and f"{g.retired_pages} retired pages",
-                    g.remap_failure and "row remap failed") if x)
-        for g in log.gpus if g.ecc_volatile_uncorrectable or g.retired_pages or g.remap_failure]
-    check.measure(f"{len(log.gpus)} GPUs, {len(bad)} unhealthy")
-    if not log.gpus:
-        raise MeasurementError("nvidia-smi lists no GPU", host=gpu_host, stage="g2 gpu health")
-    if bad:
-        pytest.fail(f"{gpu_host} GPU health: " + "; ".join(bad), pytrace=False)
+        check.expect(f"dcgmi diag -r {level}: tests run and passed, none failed")
+        verdict = health.judge_diag(parse_dcgmi_diag(_ok(diag, gpu_host)))
+    else:
+        smi = host.run(["nvidia-smi", "-q", "-x"], timeout=120)
+        _save(gate, gpu_host, "nvidia-smi", smi)
+        check.expect("nvidia-smi (no DCGM): no uncorrectable ECC, retired pages or remap "
+                     "failure, read on every GPU")
+        verdict = health.judge_smi(parse_nvidia_smi_xml(_ok(smi, gpu_host)).gpus)
+    check.measure(verdict.measured)
+    if verdict.error:
+        raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gpu health")
+    if verdict.failed:
+        pytest.fail(f"{gpu_host} GPU health: " + "; ".join(verdict.failed), pytrace=False)
+    if verdict.undecided:
+        raise Inconclusive(f"{gpu_host}: {verdict.undecided}")
 
 
 def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host: str) -> None:

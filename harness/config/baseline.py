@@ -3,9 +3,26 @@ GDS and the serving baseline (harness/g2). Re-exported by harness.config.models.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field
 
 from harness.config.base import Frozen
+
+# fio's size units with its default kb_base=1024: 4k = 4096, 4G = 4 GiB (a bare number is
+# bytes). fio's other spellings (KiB, which kb_base=1024 reads as 1000; a percentage of a
+# device) are refused, so what G2 weighs is what fio writes.
+FIO_SIZE = r"^\d+[KkMmGgTtPp]?$"
+_UNITS: dict[str, int] = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a FIO_SIZE value ("4G" -> 4 * 2**30)."""
+    found = re.fullmatch(r"(\d+)([KkMmGgTtPp]?)", size)
+    if found is None:
+        raise ValueError(f"not a fio size: {size!r}")
+    power: int = 1024 ** _UNITS[found.group(2).lower()]
+    return int(found.group(1)) * power
 
 
 class FioSpec(Frozen):
@@ -25,8 +42,13 @@ class FioTarget(Frozen):
     # a raw device (/dev/...) only with destructive: true: the write job overwrites it.
     path: str = Field(min_length=1)
     destructive: bool = False
-    size: str = "4G"  # fio's --size per job
-    runtime_s: float = Field(default=30, gt=0)
+    # What the path must resolve to (`findmnt -T path` on the host, harness/g2/mount.py):
+    # `mount` its mount point, `device` its source (/dev/nvme1n1, server:/export). Neither:
+    # any mount but the root filesystem; `mount: /` declares the root disk is the target.
+    mount: str | None = Field(default=None, min_length=1)
+    device: str | None = Field(default=None, min_length=1)
+    size: str = Field(default="4G", pattern=FIO_SIZE)  # fio's --size per job; < 4G weakened
+    runtime_s: float = Field(default=30, gt=0)  # < 30 weakened
     direct: bool = True  # O_DIRECT; false only where the filesystem refuses it (tmpfs)
     spec: FioSpec = FioSpec()
 
@@ -68,7 +90,7 @@ class G2(Frozen):
     numjobs: int = Field(default=4, ge=1, le=256)  # random read 4k qd32 x numjobs
     min_fraction: float = Field(default=0.9, gt=0, le=1)
     gpu_health: bool = True  # dcgmi diag where dcgmi exists, nvidia-smi checks otherwise
-    dcgm_level: int = Field(default=1, ge=1, le=4)
+    dcgm_level: int = Field(default=2, ge=1, le=4)  # 1 exercises no GPU: weakened
     gds: bool = False  # gdscheck -p must verify the platform
     gdscheck: str = "gdscheck"
     gdsio: Gdsio | None = None  # null: no GDS throughput measured

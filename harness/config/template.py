@@ -96,13 +96,18 @@ COMMENTS: dict[str, str] = {
     "gates.g1.probe_timeout": "seconds one hardware tool may take on a host",
     "gates.g2": "G2 single-node baselines",
     "gates.g2.optional": "check names that may be skipped without an ERROR",
-    "gates.g2.fio": "fio targets: name, group, path (a directory; a raw device only with "
-                    "destructive: true), size, runtime_s, direct, spec (the vendor's figures)",
+    "gates.g2.fio": "fio targets: name, group, path (an existing directory, never created; "
+                    "a raw device only with destructive: true), mount / device (what "
+                    "findmnt -T must resolve the path to; the root disk only as mount: /), "
+                    "size (fio units, < 4G needs a sign-off), runtime_s (< 30 likewise), "
+                    "direct, spec (the vendor's figures; a job without one needs a sign-off)",
     "gates.g2.numjobs": "jobs of the random-read 4k qd32 test",
     "gates.g2.min_fraction": "share of the vendor's figure each fio result must reach "
                              "(below 0.9: a PASS needs a sign-off)",
-    "gates.g2.gpu_health": "dcgmi diag where dcgmi exists, nvidia-smi checks otherwise",
-    "gates.g2.dcgm_level": "dcgmi diag -r level (1 quick ... 4 long)",
+    "gates.g2.gpu_health": "dcgmi diag where dcgmi exists, nvidia-smi checks otherwise "
+                           "(false: a PASS needs a sign-off)",
+    "gates.g2.dcgm_level": "dcgmi diag -r level (1 deployment only: a PASS needs a "
+                           "sign-off; 2 medium ... 4 long)",
     "gates.g2.gds": "gdscheck -p must verify the GDS platform",
     "gates.g2.gdscheck": "path of gdscheck on the GPU hosts",
     "gates.g2.gdsio": "GDS read throughput per GPU host: gdsio -x 0 (GPU-direct) in a "

@@ -6,11 +6,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.config.models import FioTarget
-from harness.g2.plan import FioCell
 from harness.probes.fio import FioResult
 from harness.progress_log import Step
+
+if TYPE_CHECKING:  # plan imports this module's `wanted`
+    from harness.g2.plan import FioCell
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.config.baseline import size_bytes
+from harness.config.decision import weakened as decision_weakened
 from harness.config.inventory import Inventory
 from harness.config.models import G2, FioTarget, G2Serving, Layout, SiteConfig
 from harness.errors import UsageError
-from harness.g3.plan import Cell, cells, layouts
+from harness.g2.fio import wanted
+from harness.g3.plan import Cell, cells, docs_for, layouts
 
 # Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
 DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default
 DEFAULT_MAX_CV: float = G2Serving.model_fields["max_cv"].default
+# A smaller file or a shorter run is served by the drive's or the array's cache (a 1 MB
+# file re-read for a second, a write that sits in an SLC/DRAM buffer): a reviewer signs it.
+MIN_FIO_SIZE = "4G"
+MIN_FIO_RUNTIME_S = 30.0
+# dcgmi diag -r 1 is the deployment check only (no GPU exercised); -r 2 adds PCIe and memory.
+MIN_DCGM_LEVEL = 2
 
 JOBS = ("seq-read", "seq-write", "rand-read", "lat-qd1")
 
@@ -72,18 +81,40 @@ def expected_checks(config: SiteConfig, inventory: Inventory) -> list[str]:
 
 
 def weakened(config: SiteConfig) -> list[str]:
+    """What a real site left out of G2 or judged more loosely: a PASS then needs a sign-off.
+    A simulated site has nothing real to weaken."""
     g2 = config.gates.g2
-    out = [f"G2 fio {t.name}: direct: false (the page cache may serve reads)"
-           for t in g2.fio if not t.direct]
-    out += [f"G2 fio {t.name}: no vendor figures, measured but not judged"
-            for t in g2.fio if t.spec == type(t.spec)()]
+    out = _fio_weakened(g2) + _gpu_weakened(g2)
     if g2.gdsio is not None and g2.gdsio.read_gib_s is None:
         out.append("G2 gdsio: no vendor figure (read_gib_s), measured but not judged")
+    out += _serving_weakened(config)
+    return [] if config.simulated else out
+
+
+def _fio_weakened(g2: G2) -> list[str]:
+    if not g2.fio:
+        return ["G2 fio: no target (no storage baseline measured)"]
+    out = [f"G2 fio {t.name}: direct: false (the page cache may serve reads)"
+           for t in g2.fio if not t.direct]
+    out += [f"G2 fio {t.name} {job}: no vendor figure, measured but not judged"
+            for t in g2.fio for job in JOBS if wanted(t, job, g2.min_fraction)[1] is None]
+    out += [f"G2 fio {t.name}: size {t.size} (below {MIN_FIO_SIZE}: a cache may serve it)"
+            for t in g2.fio if size_bytes(t.size) < size_bytes(MIN_FIO_SIZE)]
+    out += [f"G2 fio {t.name}: runtime_s {t.runtime_s:g} (below {MIN_FIO_RUNTIME_S:g} s: a "
+            "write cache may absorb it)" for t in g2.fio if t.runtime_s < MIN_FIO_RUNTIME_S]
     if g2.min_fraction < DEFAULT_MIN_FRACTION:
         out.append(f"G2 fio: min_fraction {g2.min_fraction:g} of the vendor's figures "
                    f"(default {DEFAULT_MIN_FRACTION:g})")
-    out += _serving_weakened(config)
-    return [] if config.simulated else out
+    return out
+
+
+def _gpu_weakened(g2: G2) -> list[str]:
+    if not g2.gpu_health:
+        return ["G2 GPU health not checked (gates.g2.gpu_health: false)"]
+    if g2.dcgm_level < MIN_DCGM_LEVEL:
+        return [f"G2 GPU health: dcgm_level {g2.dcgm_level} (dcgmi diag -r 1 exercises no "
+                f"GPU; default {MIN_DCGM_LEVEL})"]
+    return []
 
 
 def _serving_weakened(config: SiteConfig) -> list[str]:
@@ -100,6 +131,15 @@ def _serving_weakened(config: SiteConfig) -> list[str]:
         out.append(f"G2 serving: max_cv {serving.max_cv:g} (default {DEFAULT_MAX_CV:g})")
     if serving.max_failed_share > 0:
         out.append(f"G2 serving: max_failed_share {serving.max_failed_share:g} (default 0)")
+    workload = config.workload
+    short = sorted({c.tier for c in serving_cells(config) if serving.docs and serving.docs
+                    < docs_for(c.tier, workload.docs_per_concurrency, workload.min_docs)})
+    if short:
+        out.append(f"G2 serving: docs {serving.docs} a repetition, fewer than G3 asks at "
+                   f"c={', '.join(map(str, short))}")
+    # The serving phases are judged with load.health's bounds, as G3's are.
+    out += [f"G2 serving: {d.line()}" for d in
+            decision_weakened(config.model_dump(mode="json")) if d.key.startswith("load.")]
     return out
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from harness.errors import ParseError
 from harness.probes import fio, gdsio, gpu_health, lspci, nic, nvidia_smi, nvidia_smi_text, nvme
 from harness.probes.diskstats import parse_diskstats
+from harness.probes.findmnt import parse_findmnt
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ _ROWS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
      r"\"Health Monitor Report\"|\"Overall Health\""),
     ("dcgmi-discovery", "dcgmi discovery -l", gpu_health.parse_dcgmi_discovery,
      r"^\d+ GPUs? found\."),
+    ("findmnt", "findmnt -n -P -o SOURCE,FSTYPE,TARGET -T PATH", parse_findmnt,
+     r'^SOURCE="[^"\n]*" FSTYPE="'),
     ("diskstats", "cat /proc/diskstats", parse_diskstats,
      r"^\s*\d+\s+\d+\s+\S+(\s+\d+){10,}"),
 )

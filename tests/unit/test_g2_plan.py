@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.baseline import size_bytes
 from harness.config.inventory import load_inventory
 from harness.config.models import FioTarget, Gdsio, SiteConfig
 from harness.errors import UsageError
 from harness.g2 import fio, gdsio
 from harness.g2.plan import expected_checks, validate, weakened
+
+FULL_SPEC = {"seq_read_mbps": 1000, "seq_write_mbps": 800, "rand_read_iops": 100000,
+             "lat_qd1_p99_us": 100}
 
 
 def site(tmp_path: Path, g2: dict[str, object]) -> tuple[SiteConfig, object]:
@@ -54,11 +58,45 @@ def test_fio_argv_and_bounds() -> None:
 def test_a_lower_share_of_the_vendors_figures_makes_a_pass_need_a_sign_off(
         tmp_path: Path) -> None:
     """min_fraction below its default would let a slow drive pass: a reviewer signs it."""
-    target = {"name": "fx", "path": "/mnt/fx", "spec": {"seq_read_mbps": 1000}}
+    target = {"name": "fx", "path": "/mnt/fx", "spec": FULL_SPEC}
     config, _ = site(tmp_path, {"fio": [target], "serving": None})
     assert weakened(config) == ["G2 serving baseline not measured (gates.g2.serving: null)"]
     config, _ = site(tmp_path, {"fio": [target], "min_fraction": 0.5, "serving": None})
     assert weakened(config)[0] == "G2 fio: min_fraction 0.5 of the vendor's figures (default 0.9)"
+
+
+def test_every_unjudged_or_skipped_part_of_g2_needs_a_sign_off(tmp_path: Path) -> None:
+    """REVIEW-R3 F2/F3/F5: one vendor figure must not hide three jobs judged on nothing; no
+    fio target, no GPU health, dcgmi's deployment-only level, a cache-sized file or a
+    seconds-long run each make a real site's PASS need a reviewer."""
+    target = {"name": "fx", "path": "/mnt/fx", "spec": {"seq_read_mbps": 1000},
+              "size": "1M", "runtime_s": 1}
+    config, _ = site(tmp_path, {"fio": [target], "serving": None, "dcgm_level": 1})
+    assert weakened(config) == [
+        "G2 fio fx seq-write: no vendor figure, measured but not judged",
+        "G2 fio fx rand-read: no vendor figure, measured but not judged",
+        "G2 fio fx lat-qd1: no vendor figure, measured but not judged",
+        "G2 fio fx: size 1M (below 4G: a cache may serve it)",
+        "G2 fio fx: runtime_s 1 (below 30 s: a write cache may absorb it)",
+        "G2 GPU health: dcgm_level 1 (dcgmi diag -r 1 exercises no GPU; default 2)",
+        "G2 serving baseline not measured (gates.g2.serving: null)"]
+    config, _ = site(tmp_path, {"fio": [], "gpu_health": False, "gds": True,
+                                "serving": None})
+    assert weakened(config)[:2] == ["G2 fio: no target (no storage baseline measured)",
+                                    "G2 GPU health not checked (gates.g2.gpu_health: false)"]
+
+
+@pytest.mark.parametrize(("size", "count"), [("4G", 4 << 30), ("4096", 4096), ("8k", 8192),
+                                             ("1t", 1 << 40)])
+def test_fio_size_in_fios_units(size: str, count: int) -> None:
+    assert size_bytes(size) == count
+    assert FioTarget(name="fx", path="/mnt/fx", size=size).size == size
+
+
+@pytest.mark.parametrize("size", ["4GiB", "50%", "4 G", "1.5G", ""])
+def test_a_fio_size_g2_cannot_weigh_is_refused(size: str) -> None:
+    with pytest.raises(ValueError):
+        FioTarget(name="fx", path="/mnt/fx", size=size)
 
 
 def test_gdsio_planned_per_gpu_host_and_a_device_refused(tmp_path: Path) -> None:

@@ -34,6 +34,11 @@ def site(tmp_path: Path, serving: dict[str, object] | None, *, simulated: bool =
     return SiteConfig.model_validate(raw), load_inventory(tmp_path / "hosts.ini")
 
 
+def serving_weakened(config: SiteConfig) -> list[str]:
+    """The serving baseline's weakened lines (these sites measure no fio, no GPU health)."""
+    return [w for w in weakened(config) if w.startswith("G2 serving")]
+
+
 def record(i: int, *, ttft: float | None = 0.5, error: str | None = None,
            prompt: int | None = None) -> RequestRecord:
     return RequestRecord(idx=i, instance=0, doc_id=i, warmup=False, scheduled=0.0,
@@ -100,11 +105,11 @@ def test_plan_is_g3s_cells_or_the_named_subset(tmp_path: Path) -> None:
     # one engine-version check per layout the serving baseline starts
     assert [c for c in expected_checks(config, inv) if c.startswith("test_engine")] == [
         "test_engine_version[TP8]", "test_engine_version[TP4]"]
-    assert weakened(config) == []
+    assert serving_weakened(config) == []
     config, inv = site(tmp_path, {"layouts": ["TP8"], "tiers": [16, 8], "max_cv": 0.2})
     assert [c.key for c in serving_cells(config)] == ["TP8-c16", "TP8-c8"]
     assert expected_checks(config, inv)[-1] == "test_engine_version[TP8]"
-    assert weakened(config) == ["G2 serving: G3's cells TP4-c16, TP4-c4, TP8-c4 have no "
+    assert serving_weakened(config) == ["G2 serving: G3's cells TP4-c16, TP4-c4, TP8-c4 have no "
                                 "baseline (gates.g2.serving.layouts / tiers)",
                                 "G2 serving: max_cv 0.2 (default 0.1)"]
     assert weakened(site(tmp_path, {"max_cv": 0.2}, simulated=True)[0]) == []
@@ -113,10 +118,10 @@ def test_plan_is_g3s_cells_or_the_named_subset(tmp_path: Path) -> None:
 def test_not_measured_is_weakened_at_a_real_site(tmp_path: Path) -> None:
     config, _ = site(tmp_path, None)
     assert serving_cells(config) == []
-    assert weakened(config) == ["G2 serving baseline not measured (gates.g2.serving: null)"]
+    assert serving_weakened(config) == ["G2 serving baseline not measured (gates.g2.serving: null)"]
     config, _ = site(tmp_path, {}, arms=False)  # nothing to serve yet: not planned, and said
     assert serving_cells(config) == []
-    assert weakened(config) == ["G2 serving baseline not measured (no arms configured)"]
+    assert serving_weakened(config) == ["G2 serving baseline not measured (no arms configured)"]
 
 
 @pytest.mark.parametrize(("serving", "key"), [
@@ -166,3 +171,18 @@ def test_a_phase_that_measured_nothing_is_an_error_quoting_the_server() -> None:
         ended_in_time(stopped, "baseline warm", "g2 serving warm")  # type: ignore[arg-type]
     measured_something([*failed, record(9)], "baseline serving", "g2 serving serving",
                        config)  # one answered: judged by the failed share
+
+
+def test_fewer_documents_than_g3_or_looser_client_health_weakens_g2(tmp_path: Path) -> None:
+    """G2 judges its serving phases with G3's load.health bounds and G3's documents: one
+    request a repetition, or a starved load generator, is not the baseline G3 relies on."""
+    config, _ = site(tmp_path, {"docs": 1})
+    assert serving_weakened(config) == ["G2 serving: docs 1 a repetition, fewer than G3 asks "
+                                        "at c=4, 16"]
+    config, _ = site(tmp_path, {"docs": 64})  # G3: max(4 x c, 64) documents
+    assert serving_weakened(config) == []
+    raw = site(tmp_path, {})[0].model_dump(mode="json")
+    raw["load"]["health"]["max_loop_lag_p99_ms"] = 1000
+    assert serving_weakened(SiteConfig.model_validate(raw)) == [
+        "G2 serving: load.health.max_loop_lag_p99_ms = 1000 (default 100) (weaker: needs a "
+        "reviewer's sign-off)"]

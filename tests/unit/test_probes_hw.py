@@ -25,6 +25,7 @@ PREFIX = {
     "ethtool-i": "ethtool-i", "ethtool-m": "ethtool-m", "ethtool_": "ethtool",
     "fio-json": "fio", "gdscheck": "gdscheck", "gdsio-": "gdsio", "dcgmi-diag": "dcgmi-diag",
     "dcgmi-health": "dcgmi-health", "dcgmi-discovery": "dcgmi-discovery",
+    "findmnt-P": "findmnt",
 }
 FILES = sorted(p.name for p in HW.iterdir() if p.name != "SOURCES.md")
 
