@@ -200,6 +200,7 @@ def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
     (root / "storage").mkdir()
     (root / "fio-local").mkdir()  # G2 never creates a fio target: a site mounts its own
     (root / "storage" / "fio-volume").mkdir()
+    (root / "storage" / "gds").mkdir()  # gdsio's directory, likewise
     from harness.workflow.demo_hardware import inventory
 
     (root / "hosts.ini").write_text(inventory(scenario), encoding="utf-8")

@@ -56,30 +56,31 @@ def _ok(result: CommandResult, host: str) -> str:
     return result.stdout
 
 
-def _filesystem(gate: GateContext, host: Transport, cell: FioCell) -> Mount:
-    """The filesystem the target's directory is on, as findmnt resolves it on the host;
+def _filesystem(gate: GateContext, host: Transport, name: str, target: g2mount.Placed,
+                label: str, fact: bool) -> Mount:
+    """The filesystem the target's directory is on, as findmnt resolves it on host `name`;
     ERROR where it is not what the target declares (harness/g2/mount.py). G2 never creates
-    the directory: an unmounted volume would leave fio measuring the root disk."""
-    target = cell.target
+    the directory: an unmounted volume would leave fio or gdsio measuring the root disk.
+    `fact`: record it as the host fact `LABEL filesystem` (once per target and host)."""
     if not host.run(["test", "-d", target.path], timeout=30).ok:
-        raise MeasurementError(f"{target.path} is not a directory on {cell.host}",
-                               host=cell.host, stage="g2 fio",
+        raise MeasurementError(f"{target.path} is not a directory on {name}",
+                               host=name, stage=f"g2 {label}",
                                hint="mount the target volume and create the directory: "
                                     "G2 does not create it")
     found = host.run(g2mount.argv(target.path), timeout=30)
-    _save(gate, cell.host, f"findmnt.{target.name}.{cell.job}", found)
-    mount = parse_findmnt(_ok(found, cell.host))
+    _save(gate, name, f"findmnt.{label.replace(' ', '.')}", found)
+    mount = parse_findmnt(_ok(found, name))
     zfs = None
     if mount.fstype == "zfs" and target.direct:
         version = host.run(["cat", "/sys/module/zfs/version"], timeout=30)
         zfs = g2mount.zfs_version(version.stdout) if version.ok else None
-    if cell.job == JOBS[0]:  # once per target and host
-        gate.recorder.host_fact(host=cell.host, key=f"fio {target.name} filesystem",
+    if fact:
+        gate.recorder.host_fact(host=name, key=f"{label} filesystem",
                                 value={"source": mount.source, "fstype": mount.fstype,
                                        "mount": mount.target}, simulated=gate.simulated)
     why = g2mount.problem(target, mount, zfs)
     if why:
-        raise MeasurementError(why, host=cell.host, stage="g2 fio",
+        raise MeasurementError(why, host=name, stage=f"g2 {label}",
                                hint="set the target's mount: / device: to what it is on, "
                                     "or direct: false (weakened)")
     return mount
@@ -97,7 +98,9 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     raw = cell.target.path.startswith("/dev/")
     where = cell.target.path
     if not raw:
-        where = g2mount.described(_filesystem(gate, host, cell))
+        where = g2mount.described(_filesystem(
+            gate, host, cell.host, cell.target, f"fio {cell.target.name}",
+            fact=cell.job == JOBS[0]))
         check.measure(where)
     try:
         with Timed(g2fio.step(cell, fio_cells(site, gate.inventory))):
@@ -180,6 +183,7 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
     expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
     check.expect(expected)
     host = gate.transport_pool().get(gpu_host)
+    where = g2mount.described(_filesystem(gate, host, gpu_host, spec, "gdsio", fact=True))
     work = g2gdsio.work_dir(spec)
     host.run(["mkdir", "-p", work], timeout=30).check("g2 gdsio directory")
     try:
@@ -194,13 +198,13 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
         if any(o and o in f"test_gdsio[{gpu_host}]" for o in gate.optional):
             pytest.skip(f"gdsio not installed on {gpu_host}")
         raise MeasurementError(f"{describe(result.argv)}: gdsio is not installed "
-                               f"({tail(result.stderr, 160)})", host=gpu_host, stage="g2 gdsio",
-                               hint="install GDS's tools, or list test_gdsio in "
-                                    "gates.g2.optional")
+                               f"({tail(result.stderr, 160)})", host=gpu_host,
+                               stage="g2 gdsio", hint="install GDS's tools, or list "
+                                                      "test_gdsio in gates.g2.optional")
     text = _ok(result, gpu_host)
     verdict = g2gdsio.judge(parse_gdsio("\n".join((text, result.stderr,
                                                    log.stdout if log.ok else ""))), bound)
-    check.measure(verdict.measured)
+    check.measure(f"{verdict.measured} on {where}")
     if verdict.error:
         raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gdsio")
     gate.recorder.host_fact(host=gpu_host, key="gdsio read GiB/s",

@@ -74,8 +74,11 @@ class Gdsio(Frozen):
     the vendor's GiB/s x min_fraction (None: measured and shown, not judged)."""
 
     # A directory on the accelerator volume; gdsio's files go to gate-gdsio/ in it, which
-    # G2 removes afterwards.
+    # G2 removes afterwards. It must exist and resolve as fio's targets do (mount /
+    # device, never the root filesystem unless declared: harness/g2/mount.py).
     path: str = Field(min_length=1)
+    mount: str | None = Field(default=None, min_length=1)
+    device: str | None = Field(default=None, min_length=1)
     size: str = Field(default="4G", pattern=r"^\d+[KMG]?$")  # -s: each thread's file
     io_size: str = Field(default="1M", pattern=r"^\d+[KMG]?$")  # -i
     threads: int = Field(default=4, ge=1, le=256)  # -w
@@ -83,6 +86,11 @@ class Gdsio(Frozen):
     gpu: int = Field(default=0, ge=0)  # -d: the GPU index the reads land in
     read_gib_s: float | None = Field(default=None, gt=0)  # the vendor's figure
     gdsio: str = "gdsio"  # e.g. /usr/local/cuda/gds/tools/gdsio
+
+    @property
+    def direct(self) -> bool:
+        """GPU-direct reads bypass the page cache: the filesystem must honour O_DIRECT."""
+        return True
 
 
 class G2(Frozen):

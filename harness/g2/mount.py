@@ -12,9 +12,22 @@ declared, and with O_DIRECT must be a filesystem that honours it.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
-from harness.config.models import FioTarget
 from harness.probes.findmnt import Mount
+
+
+class Placed(Protocol):
+    """A directory G2 measures on (a fio target, gdsio's directory) and what it must be."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def mount(self) -> str | None: ...
+    @property
+    def device(self) -> str | None: ...
+    @property
+    def direct(self) -> bool: ...
 
 # Filesystems that refuse O_DIRECT or serve it from RAM: fio on them measures memory.
 # tmpfs / ramfs are RAM; overlay passes O_DIRECT to its upper layer only on some kernels
@@ -39,8 +52,8 @@ def zfs_version(raw: str) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def problem(target: FioTarget, mount: Mount, zfs: tuple[int, int] | None = None) -> str | None:
-    """Why fio must not run on this target (None: it may). `zfs`: the module's version,
+def problem(target: Placed, mount: Mount, zfs: tuple[int, int] | None = None) -> str | None:
+    """Why fio / gdsio must not run on this target (None: it may). `zfs`: the module's version,
     read only when the path is on ZFS (None there: unknown)."""
     where = described(mount)
     if target.mount is not None and _norm(mount.target) != _norm(target.mount):

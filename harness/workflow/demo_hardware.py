@@ -16,8 +16,9 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import ParseError
+from harness.g2.mount import NOT_DIRECT
 from harness.g2.mount import argv as findmnt_argv
-from harness.probes.findmnt import parse_findmnt
+from harness.probes.findmnt import Mount, parse_findmnt
 from harness.probes.nic import parse_ethtool, parse_ethtool_driver
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.sim.hosts import HardwareProfile, load_catalog
@@ -129,18 +130,42 @@ loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={C
 """
 
 
-def mount_point(path: Path) -> str:
-    """The mount point `path` is on, as G2 resolves it (findmnt -T), so the demo's fio
-    targets declare what they are; without findmnt, the nearest parent that is a mount."""
+def filesystem(path: Path) -> Mount | None:
+    """What `path` is on, as G2 resolves it (findmnt -T); None without findmnt."""
     try:
         found = subprocess.run(findmnt_argv(str(path)), capture_output=True, text=True,
                                timeout=30, check=True)
-        return parse_findmnt(found.stdout).target
+        return parse_findmnt(found.stdout)
     except (OSError, subprocess.SubprocessError, ParseError):
-        path = path.resolve()
-        while not os.path.ismount(path) and path != path.parent:
-            path = path.parent
-        return str(path)
+        return None
+
+
+def mount_point(path: Path) -> str:
+    """The mount point `path` is on, so the demo's fio targets declare what they are;
+    without findmnt, the nearest parent that is a mount."""
+    found = filesystem(path)
+    if found is not None:
+        return found.target
+    path = path.resolve()
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
+    return str(path)
+
+
+def gdsio_yaml(root: Path) -> str:
+    """gdsio on the demo's volume directory, where its filesystem could hold GDS files
+    (GPU-direct reads need O_DIRECT: not on tmpfs or overlay, where G2 would refuse the
+    directory); otherwise not configured, and the report has no gdsio row."""
+    found = filesystem(root)
+    if found is None or found.fstype in NOT_DIRECT:
+        return ""
+    return f"""\
+    # GDS read throughput (gdsio -x 0) on the volume: the simulated GPU host has no gdsio
+    # capture that may ship, so it answers "not installed" and the site declares the check
+    # optional: SKIPPED with that reason, never a PASS.
+    gdsio: {{path: "{root / 'storage' / 'gds'}", mount: "{found.target}", read_gib_s: 10}}
+    optional: [test_gdsio]
+"""
 
 
 def g2_yaml(root: Path) -> str:
@@ -169,9 +194,4 @@ def g2_yaml(root: Path) -> str:
     # one repetition to the next; a phase a busy host stalls is measured again instead);
     # a site measures every G3 cell.
     serving: {{layouts: [TP8], tiers: [8], repetitions: 2, docs: 8, max_cv: 0.25}}
-    # GDS read throughput (gdsio -x 0) on the volume: the simulated GPU host has no gdsio
-    # capture that may ship, so it answers "not installed" and the site declares the check
-    # optional: SKIPPED with that reason, never a PASS.
-    gdsio: {{path: "{root / 'storage' / 'gds'}", read_gib_s: 10}}
-    optional: [test_gdsio]
-"""
+{gdsio_yaml(root)}"""

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.g2.mount import NOT_DIRECT
+from harness.g2.mount import argv as findmnt_argv
+from harness.probes.findmnt import parse_findmnt
+from harness.workflow.demo_hardware import mount_point
 from tests.gate_testing import GATE
 from tests.lab_site import TEST_CAPTURES
+
+REPO = Path(__file__).resolve().parents[2]
 
 INVENTORY = f"""\
 [gpu]
@@ -23,6 +30,16 @@ gate_sim_captures={TEST_CAPTURES}
 gpu3 ansible_connection=local gate_sim_hardware=gpu-t4
 gpu4 ansible_connection=local gate_sim_hardware=gpu-t4
 """
+
+
+def _volume(tmp_path: Path) -> Path:
+    """A directory on a filesystem that honours O_DIRECT, as GDS needs: the test's own
+    temporary directory, unless that is a tmpfs (a Debian /tmp), then one in the repo."""
+    found = subprocess.run(findmnt_argv(str(tmp_path)), capture_output=True, text=True,
+                           check=True)
+    if parse_findmnt(found.stdout).fstype not in NOT_DIRECT:
+        return tmp_path / "volume"
+    return REPO / ".test-volumes" / tmp_path.name
 
 
 def _config(volume: Path) -> str:
@@ -36,15 +53,16 @@ gates:
   g2:
     gpu_health: false
     serving: null
-    gdsio: {{path: "{volume}", size: 1G, io_size: 256K, threads: 1, seconds: 10,
-             read_gib_s: 1.5}}
+    gdsio: {{path: "{volume}", mount: "{mount_point(volume)}", size: 1G, io_size: 256K,
+             threads: 1, seconds: 10, read_gib_s: 1.5}}
     optional: ["test_gdsio[gpu4]"]  # this one host declared it has no gdsio
 """
 
 
 def test_gdsio_pass_compat_mode_and_missing_tool(tmp_path: Path) -> None:
     (tmp_path / "hosts.ini").write_text(INVENTORY)
-    volume = tmp_path / "volume"
+    volume = _volume(tmp_path)
+    volume.mkdir(parents=True)  # G2 never creates it: the volume's mount makes it
     (tmp_path / "gate.yaml").write_text(_config(volume))
     env = {**os.environ, "GATE_DB": f"sqlite:///{tmp_path / 'gate.db'}"}
     env.pop("GATE_CONFIG", None)
@@ -66,3 +84,6 @@ def test_gdsio_pass_compat_mode_and_missing_tool(tmp_path: Path) -> None:
     declared = by_host["gpu4"]
     assert declared["outcome"] == "SKIPPED" and "gdsio not installed" in declared["message"]
     assert not (volume / "gate-gdsio").exists()  # the work directory is removed
+    assert by_host["gpu1"]["measured"].endswith(f"at {mount_point(volume)}")
+    if volume.parent.name == ".test-volumes":
+        shutil.rmtree(volume)
