@@ -175,8 +175,12 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
             hi.append(b)
         groups.append(plots.Bars(label=_arm(t, arm), values=vals, lo=lo, hi=hi,
                                  colour=plots.ARM_COLOURS[arm]))
-    thr = [plots.Bars(label=_arm(t, arm), values=_col(cells, f"thr_{arm}"),
-                      colour=plots.ARM_COLOURS[arm]) for arm in ("baseline", "accelerated")]
+    thr = []
+    for arm in ("baseline", "accelerated"):
+        spans = [rep_range(c, arm) for c in cells.itertuples(index=False)]
+        thr.append(plots.Bars(label=_arm(t, arm), values=_col(cells, f"thr_{arm}"),
+                              lo=[s[0] for s in spans], hi=[s[1] for s in spans],
+                              colour=plots.ARM_COLOURS[arm]))
     crit = [plots.Bars(label=t("col.drop"), values=_col(cells, "drop"),
                        lo=_col(cells, "drop_lo"), hi=_col(cells, "drop_hi")),
             plots.Bars(label=t("col.gain"), values=_col(cells, "gain"),
@@ -191,8 +195,17 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
                              ylabel="", hlines=lines, percent=True)]
     out.append(Plot(title=t("plot.by_tier", {"layout": layout}),
                     data_uri=plots.bar_panels(ctx.fonts, panels),
-                    caption=t("plot.p50_caption") + " " + t("plot.crit_caption")))
+                    caption=t("plot.bars_caption")))
     return out
+
+
+def rep_range(cell: Any, arm: str) -> tuple[float, float]:
+    """Lowest and highest throughput of the cell's repetitions for one arm (the decision
+    stores them in details.per_rep); NaN when the run stored none (no whisker drawn)."""
+    details = cell.details if isinstance(cell.details, dict) else {}
+    per = ((details.get("per_rep") or {}).get(arm) or {}).get("throughput") or []
+    vals = [x for v in per if (x := _f(v)) is not None and np.isfinite(x)]
+    return (min(vals), max(vals)) if vals else (float("nan"), float("nan"))
 
 
 def _col(cells: pd.DataFrame, name: str) -> list[float]:
