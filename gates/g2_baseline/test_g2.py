@@ -25,6 +25,7 @@ from harness.probes.fio import parse_fio
 from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.pytest_plugin import CheckRecorder, GateContext
+from harness.reasons import Reason
 from harness.transport.result import CommandResult, describe, tail
 
 MISSING = 127
@@ -56,7 +57,8 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     g2 = site.gates.g2
     host = gate.transport_pool().get(cell.host)
     expected, bound = g2fio.wanted(cell.target, cell.job, g2.min_fraction)
-    check.expect(expected)
+    expected_why = g2fio.wanted_why(cell.target, cell.job, g2.min_fraction)
+    check.expect(expected, expected_why)
     argv = g2fio.argv(cell.target, cell.job, g2.numjobs)
     if not cell.target.path.startswith("/dev/"):
         host.run(["mkdir", "-p", cell.target.path], timeout=30).check("g2 fio target")
@@ -82,6 +84,9 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
         return
     low = value > bound if cell.job == "lat-qd1" else value < bound
     if low:
+        check.explain(Reason("g2.fio_below", {
+            "host": cell.host, "target": cell.target.name, "job": cell.job,
+            "value": f"{value:.0f}", "unit": unit, "expected": expected_why}))
         pytest.fail(f"{cell.host} {cell.target.name} {cell.job}: {value:.0f} {unit} "
                     f"(expected {expected})", pytrace=False)
 

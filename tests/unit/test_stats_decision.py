@@ -21,6 +21,8 @@ from harness.stats import (
 )
 from harness.stats.decision import _Cell
 from harness.stats.spending import look_plan
+from harness.report import reasons
+from harness.report.i18n import translator
 from harness.verdict import SIGNOFF_REASON, Verdict
 
 LOOKS = planned_looks(3, 8)
@@ -227,10 +229,12 @@ def test_a_cleared_criterion_contradicted_later_is_not_decided() -> None:
     cleared = Estimate(0.40, 0.30, 0.50, Verdict.PASS)
     now = Estimate(0.10, 0.02, 0.18, Verdict.STOP_LOSS)
     gain = Estimate(0.33, 0.28, 0.38, Verdict.INCONCLUSIVE)
-    verdict, reason, signoff, final = c._combine(4, cleared, gain, {"drop": now, "gain": gain},
-                                                 {"drop": 4})
+    verdict, (reason, why), signoff, final = c._combine(
+        4, cleared, gain, {"drop": now, "gain": gain}, {"drop": 4})
     assert verdict is Verdict.INCONCLUSIVE and final and not signoff
     assert reason.startswith("drop cleared 0.25 at 4 pairs but its interval at 7 pairs")
+    assert why.code == "cell.not_stationary"
+    assert reasons.say(translator("en"), why) == reason  # the catalogue says it alike
 
 
 def test_a_final_earlier_look_is_kept() -> None:

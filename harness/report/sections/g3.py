@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.config.models import G3Thresholds
-from harness.report import fmt, plots
+from harness.report import fmt, plots, reasons
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
@@ -257,7 +257,7 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
         if str(c.verdict) == "PASS" or _signed_above_band(frames, c):
             continue
         where = f"{c.layout} · c={c.tier}"
-        values = {"layout": c.layout, "tier": c.tier, "reason": c.reason or "—",
+        values = {"layout": c.layout, "tier": c.tier, "reason": reasons.cell(t, c),
                   "verdict": t.verdict(str(c.verdict))}
         said = False
         if (t("crit.drop", {"where": where}), "STOP-LOSS") in by_where:
@@ -284,7 +284,7 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     th = thresholds(run.config_json)
-    notes = run_notes(run, t)
+    notes = run_notes(run, t, frames.checks)
     tables: list[tuple[str, Table]] = []
     # The cells have their own table and plots: under "Preflight" only the preflight checks.
     preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(

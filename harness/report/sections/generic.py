@@ -109,7 +109,7 @@ def t_metric(t: Translator, key: str) -> str:
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     gate = run.gate or run.kind  # bench / import runs have no gate
-    notes = run_notes(run, t)
+    notes = run_notes(run, t, frames.checks)
     tables: list[tuple[str, Table]] = []
     checks = frames.checks
     if checks.empty:
