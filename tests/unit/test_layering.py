@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
                    "harness.registry", "harness.remote", "harness.bundle")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
-                    "harness.labels", ROOT)),
+                    "harness.labels", "harness.reasons", ROOT)),
 )
 
 # Leaves: only the command line and the workflow may import them; each imports only what
