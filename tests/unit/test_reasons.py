@@ -5,13 +5,14 @@ survives JSON, and anything unknown falls back to the stored English."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
 from harness.config.models import Evidence
 from harness.g1 import judge
-from harness.g3.problems import Problem, ProblemKind, not_compared
-from harness.g3.rules import PhaseTokens, check_evidence, length_problem
+from harness.g3.problems import JSONDict, Problem, ProblemKind, not_compared
+from harness.g3.rules import MeasuredArm, PhaseTokens, check_evidence, length_problem
 from harness.reasons import CODES, Reason, from_json, text
 from harness.report import reasons
 from harness.report.i18n import placeholders, translator
@@ -66,21 +67,27 @@ def test_the_english_catalogue_says_what_the_decision_wrote() -> None:
             "cell.rep_failed"} <= seen
 
 
+@dataclass(frozen=True)
 class _Arm:
-    def __init__(self, ttft: np.ndarray, evidence: dict[str, object], saturation: str = "",
-                 lengths: PhaseTokens | None = None) -> None:
-        self.ttft, self.evidence, self.saturation = ttft, evidence, saturation
-        self.lengths = lengths or PhaseTokens(64, int(np.isfinite(ttft).sum()),
-                                              int(np.isfinite(ttft).sum()), 0)
+    """One arm's measured phase as the evidence rules read it (harness.g3.rules)."""
+
+    ttft: np.ndarray
+    evidence: JSONDict
+    saturation: str = ""
+
+    @property
+    def lengths(self) -> PhaseTokens:
+        done = int(np.isfinite(self.ttft).sum())
+        return PhaseTokens(64, done, done, 0)
 
 
 def test_the_english_catalogue_says_what_the_evidence_rules_wrote() -> None:
     ok = np.ones(64)
-    good = {"exposes_external": True, "external_hit_share": 0.9, "prompt_tokens": 100.0,
+    good: JSONDict = {"exposes_external": True, "external_hit_share": 0.9, "prompt_tokens": 100.0,
             "cold_restart": True}
     failed = ok.copy()
     failed[:10] = np.inf
-    pairs = [
+    pairs: list[dict[str, MeasuredArm]] = [
         {"baseline": _Arm(ok, {}, saturation="client saturated: 3 wakes late"),
          "accelerated": _Arm(ok, good)},
         {"baseline": _Arm(failed, {"first_failure": "HTTP 500"}),

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from harness.errors import MeasurementError
+from harness.report import reasons
+from harness.report.i18n import translator
 from harness.stats import (
     CellDecision,
     Criteria,
@@ -21,8 +23,6 @@ from harness.stats import (
 )
 from harness.stats.decision import _Cell
 from harness.stats.spending import look_plan
-from harness.report import reasons
-from harness.report.i18n import translator
 from harness.verdict import SIGNOFF_REASON, Verdict
 
 LOOKS = planned_looks(3, 8)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.config.models import G3Thresholds
-from harness.report import fmt, plots, reasons
+from harness.report import fmt, plots, reasons, simtime
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
@@ -106,13 +106,15 @@ def cells_table(frames: RunFrames, cells: pd.DataFrame, ctx: Context) -> Table:
             t("col.thr_base"), t("col.thr_acc"), f"{t('col.gain')} ({label})", t("col.n"),
             t("col.reps"), t("col.verdict")]
     rows, tones = [], []
+    factor = simtime.speed(frames)  # a simulated run: modelled times beneath
     for c in cells.itertuples(index=False):
         tone, word = _cell_word(frames, c, t)
-        rows.append([str(c.tier), fmt.seconds(_f(c.ttft_p50_baseline)),
-                     fmt.seconds(_f(c.ttft_p50_accelerated)),
+        rows.append([str(c.tier), simtime.seconds(_f(c.ttft_p50_baseline), factor, t),
+                     simtime.seconds(_f(c.ttft_p50_accelerated), factor, t),
                      fmt.pct(_f(c.drop)) + "\n" + fmt.interval_pct_short(_f(c.drop_lo),
                                                                   _f(c.drop_hi)),
-                     fmt.rate(_f(c.thr_baseline)), fmt.rate(_f(c.thr_accelerated)),
+                     simtime.rate(_f(c.thr_baseline), factor, t),
+                     simtime.rate(_f(c.thr_accelerated), factor, t),
                      fmt.pct(_f(c.gain)) + "\n" + fmt.interval_pct_short(_f(c.gain_lo),
                                                                   _f(c.gain_hi)),
                      # two lines like the intervals: one "1,024 / 1,024" line squeezed
@@ -284,7 +286,7 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     th = thresholds(run.config_json)
-    notes = run_notes(run, t, frames.checks)
+    notes = [*run_notes(run, t, frames.checks), *simtime.note(simtime.speed(frames), t)]
     tables: list[tuple[str, Table]] = []
     # The cells have their own table and plots: under "Preflight" only the preflight checks.
     preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(
