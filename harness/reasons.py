@@ -75,6 +75,7 @@ def from_json(value: object) -> Reason | None:
 CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "text": {"text"},
     "stage": {"stage", "reason"},  # a MeasurementError's "stage X: ..." prefix
+    "check": {"check", "host", "message"},  # one check in a run's reason (harness.runner)
     # harness.stats.decision: a cell's decision
     "cell.estimate": {"criterion", "value", "lo", "hi", "threshold"},
     "cell.estimate_at": {"criterion", "value", "lo", "hi", "threshold", "pairs"},

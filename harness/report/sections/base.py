@@ -148,7 +148,8 @@ def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) 
                         f"{h}: {c.message}" for c, h in zip(bad, host, strict=True))
     if not bad or english != run.reason:
         return run.reason
-    return t("reason.sep").join(f"{_label(c, run.gate, t)}{h}: {message_words(c, t)}"
+    return t("reason.sep").join(t("reason.check", {"check": _label(c, run.gate, t), "host": h,
+                                                   "message": message_words(c, t)})
                                 for c, h in zip(bad, host, strict=True))
 
 
