@@ -11,6 +11,7 @@ import pytest
 from harness.g2.plan import fio_cells, gpu_hosts, serving_cells
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.enginelogs import EngineLogs
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import layouts
 from harness.loadgen.phase import Executor, InProcessExecutor
@@ -59,7 +60,9 @@ def serving(gate: GateContext) -> Iterator[ServingBaseline]:
                                      become_password=gate.sudo_password)
     control = ArmControl(cfg, gate.inventory, runner)
     watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id,
-                        gate.recorder.event)
+                        gate.recorder.event,
+                        logs=EngineLogs(cfg, pool, gate.store, gate.run_id,
+                                        gate.recorder.event, gate.artifact_dir))
     clean_slate(watch, control, layouts(cfg), gate.recorder.campaign_id)
     executor: Executor = InProcessExecutor()
     if cfg.load.placement == "client":  # the load runs next to the engines (docs/remote.md)

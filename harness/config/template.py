@@ -52,7 +52,8 @@ COMMENTS: dict[str, str] = {
     "model.dtype": "KV cache type: bf16 | fp16 | fp8 | fp32",
     "model.max_model_len": "the engines' context limit; null: not checked",
     "arms": "what differs between the two sides of the A/B: how each starts, stops, restarts "
-            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by)",
+            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by, "
+            "logs)",
     "layouts": "what both arms share: name, tp, pp (default 1), instances of host, port, "
                "scheme (default http)",
     "load": "how the load generator runs",
@@ -188,6 +189,9 @@ EXAMPLES: dict[str, list[str]] = {
         "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: \"off\"}}",
         "  stop:    {playbook: serve.yml, vars: {action: stop}}",
         "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: \"off\"}}",
+        "  # The engine's log on each instance's host, fetched after every stop into the",
+        "  # evidence pack (the last MiB of what is new; {layout} {instance} {port} filled):",
+        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
         "accelerated:                 # KV cache on the accelerator's NVMe-oF tier",
         "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: fx100}}",
         "  stop:    {playbook: serve.yml, vars: {action: stop}}",
@@ -195,6 +199,7 @@ EXAMPLES: dict[str, list[str]] = {
         "  # The only differences G3 accepts between the arms' running engines (globs over",
         "  # argv / env / what the server reports; `gate run G3` names any other):",
         "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
+        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
     ],
     "layouts": [
         "- {name: TP8,   tp: 8, instances: [{host: gpu1, port: 8000}]}",
