@@ -4,8 +4,10 @@ survives JSON, and anything unknown falls back to the stored English."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -13,6 +15,7 @@ from harness.config.models import Evidence
 from harness.g1 import judge
 from harness.g3.problems import JSONDict, Problem, ProblemKind, not_compared
 from harness.g3.rules import MeasuredArm, PhaseTokens, check_evidence, length_problem
+from harness.labels import check_label
 from harness.reasons import CODES, Reason, from_json, text
 from harness.report import reasons
 from harness.report.i18n import placeholders, translator
@@ -145,3 +148,37 @@ def test_unknown_or_old_reasons_fall_back_to_the_stored_english() -> None:
                           "as stored") == "as stored"
     assert reasons.stored(ZH, text("verbatim").as_json(), "x") == "verbatim"
     assert from_json("below threshold") is None
+
+
+def test_a_run_reason_made_of_its_checks_is_said_in_the_report_language(tmp_path: Path) -> None:
+    """The runner's "label [host]: message" of a failed check, stored with the check's
+    reason code, reads in Chinese; a reason that is not that composition stays as stored."""
+    from harness.report.frames import load_run
+    from harness.report.sections.base import run_reason
+    from harness.store import Store
+    from harness.store import runs as store_runs
+
+    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    rid = store_runs.start_gate_run(store, store_runs.NewRun(
+        campaign="c", site="s", customer="", kind="gate", gate="G1"))
+    finding = judge.Finding("every GPU link at its full width", "x8/x16",
+                            ("GPU 0000:1E.0: PCIe link x8 of x16",),
+                            expected_why=Reason("g1.gpu_link_expected"),
+                            problem_whys=(Reason("g1.gpu_link_narrow", {
+                                "gpu": "0000:1E.0", "width": "x8", "max": "x16"}),))
+    why = judge.missed("gpu1", "gpu-link", finding)
+    message = _en(why)
+    nodeid = "gates/g1_arrival/test_g1.py::test_health[gpu1-gpu-link]"
+    store_runs.record_check(store, rid, nodeid=nodeid, name="test_health", host="gpu1",
+                            outcome="STOP-LOSS", message=message,
+                            details={"message": why.as_json()})
+    label = check_label("G1", nodeid, "test_health")
+    store_runs.finish_run(store, rid, verdict="STOP-LOSS",
+                          reason=f"{label} [gpu1]: {message}")
+    frames = load_run(store, rid, with_requests=False)
+    zh = run_reason(frames.run, ZH, frames.checks)
+    assert "PCIe 链路 x8，应为 x16" in zh and zh.startswith(label) and "[gpu1]：" in zh
+    assert run_reason(frames.run, EN, frames.checks) == frames.run.reason
+    partial = dataclasses.replace(frames.run, reason="PARTIAL: 1 of 9 planned checks ran")
+    assert run_reason(partial, ZH, frames.checks) == "PARTIAL: 1 of 9 planned checks ran"
+    store.close()
