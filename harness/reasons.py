@@ -128,4 +128,12 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g2.fio_expected_p99": {"bound", "spec", "fraction"},
     "g2.fio_no_figure": {"unit"},
     "g2.fio_no_figure_p99": set(),
+    "g2.serving_expected": {"reps", "failed", "cv"},
+    "g2.serving_measured": {"reps", "ttft", "ttft_cv", "thr", "thr_cv", "prefill", "failed"},
+    "g2.serving_missed": {"cell", "parts"},
+    "g2.serving_undecided": {"cell", "parts"},
+    "g2.failed_share": {"share", "requests", "max"},
+    "g2.ttft_cv_high": {"value", "max"},
+    "g2.throughput_cv_high": {"value", "max"},
+    "g2.rep_saturated": {"rep", "detail"},
 }.items()}

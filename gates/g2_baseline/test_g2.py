@@ -149,10 +149,13 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
     host = serving_cell.layout.instances[0].host
     check.host = host
     check.expect(f"{limits.repetitions} reps: at most {limits.max_failed_share:.0%} failed, "
-                 f"CV of TTFT p50 and throughput <= {limits.max_cv:.0%}")
+                 f"CV of TTFT p50 and throughput <= {limits.max_cv:.0%}",
+                 Reason("g2.serving_expected", {"reps": limits.repetitions,
+                                                "failed": f"{limits.max_failed_share:.0%}",
+                                                "cv": f"{limits.max_cv:.0%}"}))
     reps = serving.measure(serving_cell)
     verdict = judge(reps, limits)
-    check.measure(verdict.measured(reps))
+    check.measure(verdict.measured(reps), verdict.measured_why(reps))
     gate.recorder.host_fact(host=host, key=f"serving prefill {serving_cell.key}",
                             value={"tokens_per_s": round(verdict.prefill_tps, 1),
                                    "ttft_p50_s": [round(r.ttft_p50_s, 4) for r in reps],
@@ -160,7 +163,11 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
                                                       for r in reps]},
                             simulated=gate.simulated)
     if verdict.missed:
+        check.explain(Reason("g2.serving_missed", {"cell": serving_cell.key},
+                             verdict.missed_why))
         pytest.fail(f"{serving_cell.key} baseline: " + "; ".join(verdict.missed),
                     pytrace=False)
     if verdict.undecided:
+        check.explain(Reason("g2.serving_undecided", {"cell": serving_cell.key},
+                             verdict.undecided_why))
         raise Inconclusive(f"{serving_cell.key}: " + "; ".join(verdict.undecided))
