@@ -119,7 +119,9 @@ def cells_table(frames: RunFrames, cells: pd.DataFrame, ctx: Context) -> Table:
                                                                   _f(c.gain_hi)),
                      # two lines like the intervals: one "1,024 / 1,024" line squeezed
                      # the columns beside it
-                     f"{c.n_baseline} /\n{c.n_accelerated}", str(c.repetitions), word])
+                     f"{c.n_baseline} /\n{c.n_accelerated}", str(c.repetitions),
+                     # "无法判定\n(INCONCLUSIVE)": one unbroken line ran past the table
+                     word.replace(" (", "\n(", 1)])
         tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
 
