@@ -20,12 +20,14 @@ from harness.reasons import CODES, Reason, from_json, text
 from harness.report import reasons
 from harness.report.i18n import placeholders, translator
 from harness.stats import decide_cell, planned_looks
+from harness.stats.decision import MIN_BOOT
 from harness.stats.spending import look_plan
 from tests.unit.test_stats_decision import SEED, cell
 
 EN, ZH = translator("en"), translator("zh")
 LOOKS = planned_looks(3, 8)
 PLAN = look_plan(LOOKS, 0.95)
+BOOT = MIN_BOOT  # the words, not the intervals, are under test
 
 
 def test_every_code_has_an_en_and_a_zh_entry_with_its_placeholders() -> None:
@@ -53,17 +55,17 @@ def test_the_english_catalogue_says_what_the_decision_wrote() -> None:
              cell(5, drop=0.45, gain=0.6)]    # above band
     seen = set()
     for base, acc in cases:
-        d = decide_cell(base, acc, SEED, look=8, looks=LOOKS, seed=1, plan=PLAN)
+        d = decide_cell(base, acc, SEED, look=8, looks=LOOKS, seed=1, plan=PLAN, n_boot=BOOT)
         assert _en(d.why) == d.reason
         seen.add(d.why.code if d.why else "")
     base, acc = cell(4, drop=0.25, gain=0.34, sigma=0.5)
     for look in (5, 8):  # straddles: next look, then the last look
         d = decide_cell(base[:look], acc[:look], SEED, look=look, looks=LOOKS, seed=1,
-                        plan=PLAN)
+                        plan=PLAN, n_boot=BOOT)
         assert _en(d.why) == d.reason
         seen.add(d.why.code if d.why else "")
     failing = cell(6, drop=0.45, gain=0.34, fail_acc=0.3)
-    d = decide_cell(*failing, SEED, look=8, looks=LOOKS, seed=1, plan=PLAN)
+    d = decide_cell(*failing, SEED, look=8, looks=LOOKS, seed=1, plan=PLAN, n_boot=BOOT)
     assert _en(d.why) == d.reason
     seen.add(d.why.code if d.why else "")
     assert {"cell.both_clear", "cell.below", "cell.above_band", "cell.straddles",
