@@ -102,7 +102,8 @@ class EngineLogs:
             return
         self.count += 1
         name = PurePosixPath(path).name or "engine.log"
-        out = self.into / "engine-logs" / where / f"{self.count:03d}-{name}"
+        # the arm / layout / instance in the name too: an evidence pack keeps file names
+        out = self.into / "engine-logs" / where / f"{self.count:03d}-{where}-{name}"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(got.stdout, encoding="utf-8")
         left_out = start - (before if 0 <= before <= size else 0)

