@@ -49,29 +49,31 @@ def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
     25 % wider, CJK characters double (each its own break), every cell 2 for padding.
     With `whole_lines` (cells drawn `white-space: pre`, the G3 table) a line never breaks,
     so its whole width is the minimum: counted as words, "256 / 256" ran into "Reps".
-    `header`: how much wider a header character is than a body one (the G3 cells table's
-    7 pt headers pass 1.1: its ten columns have no room to spare).
+    `header`: how much wider a header character is than a body one.
     """
     mins: list[float] = []
     maxs: list[float] = []
+    body_mins: list[float] = []
     for j, head in enumerate(columns):
         # Headers are bold: ~1.25 average characters each ("Outcome" broke as "Outcom/e"
         # at 1.1); "并发数" stays one line.
         narrow = header * _longest_word(str(head), cjk_whole=8)
-        wide = narrow
+        wide, body = narrow, 0.0
         for row in rows[:sample]:
             if j < len(row):
                 for line in str(row[j]).splitlines() or [""]:
                     wide = max(wide, _display_len(line))
-                    narrow = max(narrow, _longest_word(line),
-                                 _display_len(line) if whole_lines else 0)
+                    body = max(body, _longest_word(line),
+                               _display_len(line) if whole_lines else 0)
+        narrow = max(narrow, body)
         low = min(max(narrow, 3.0), 40.0) + 2  # a longer word may break anywhere
         mins.append(low)
+        body_mins.append(min(max(body, 3.0), 40.0) + 2)
         maxs.append(max(min(max(wide, 3.0), 60.0) + 2, low))
     if sum(maxs) <= budget:
         widths = maxs
     elif sum(mins) >= budget:
-        widths = _squeezed(mins, budget)
+        widths = _squeezed(mins, body_mins, budget)
     else:
         spare, extra = budget - sum(mins), [h - lo for lo, h in zip(mins, maxs, strict=True)]
         widths = [lo + spare * e / sum(extra) for lo, e in zip(mins, extra, strict=True)]
@@ -79,17 +81,24 @@ def column_widths(columns: Sequence[str], rows: Sequence[Sequence[object]],
     return [round(100 * w / total, 2) for w in widths]
 
 
-def _squeezed(mins: list[float], budget: float) -> list[float]:
-    """Too little room for every column's longest word: the short columns (a verdict, a
-    count, a host) keep theirs, since a verdict broken mid-word ("INCONCL/USIVE") is
+def _squeezed(mins: list[float], body_mins: list[float], budget: float) -> list[float]:
+    """Too little room for every column's longest word. First the headers give up what
+    their bold estimate asks beyond the column's body (the estimate has slack; a body
+    line drawn whole does not), when that is enough. Else the short columns (a verdict,
+    a count, a host) keep theirs, since a verdict broken mid-word ("INCONCL/USIVE") is
     unreadable; the wide ones, whose long words may break anywhere, share what is left."""
-    short = [w <= SHORT_COLUMN for w in mins]
-    kept = sum(w for w, s in zip(mins, short, strict=True) if s)
-    wide = sum(w for w, s in zip(mins, short, strict=True) if not s)
-    if not wide or kept >= budget:
-        return mins
-    scale = (budget - kept) / wide
-    return [w if s else w * scale for w, s in zip(mins, short, strict=True)]
+    extra = [m - b for m, b in zip(mins, body_mins, strict=True)]
+    over = sum(mins) - budget
+    if 0 < over <= 0.25 * sum(extra):  # at most a quarter of the headers' allowance
+        return [m - over * e / sum(extra) for m, e in zip(mins, extra, strict=True)]
+    for limit in (SHORT_COLUMN, SHORT_COLUMN / 2):  # every column short: the narrowest
+        short = [w <= limit for w in mins]             # ("1,024 /", "Reps") stay whole
+        kept = sum(w for w, s in zip(mins, short, strict=True) if s)
+        wide = sum(w for w, s in zip(mins, short, strict=True) if not s)
+        if wide and kept < budget:
+            scale = (budget - kept) / wide
+            return [w if s else w * scale for w, s in zip(mins, short, strict=True)]
+    return mins
 
 
 def _longest_word(text: str, cjk_whole: int = 2) -> float:

@@ -95,19 +95,22 @@ def speed_of(simulated: bool, facts: pd.DataFrame,
 
 
 def seconds(value: float | None, factor: float | None, t: Translator) -> str:
-    """"0.043 s" and, at a known speed, a second line "model 1.29 s"."""
+    """"0.043 s" and, at a known speed, a second line "model 1.290" (the unit is the line
+    above's)."""
     shown = fmt.seconds(value)
     if factor is None or value is None or not math.isfinite(value):
         return shown
-    return shown + "\n" + t("sim.model", {"value": fmt.seconds(value * factor)})
+    return shown + "\n" + t("sim.model", {"value": fmt.seconds(value * factor)
+                                           .removesuffix(" s")})
 
 
 def rate(value: float | None, factor: float | None, t: Translator) -> str:
-    """A measured throughput and, at a known speed, the modelled one (divided by it)."""
+    """A measured throughput and, at a known speed, the modelled one (divided by it; its
+    unit is the line above's: "tok/s" twice widened the G3 cells table past the page)."""
     shown = fmt.rate(value)
     if factor is None or value is None or not math.isfinite(value):
         return shown
-    return shown + "\n" + t("sim.model", {"value": fmt.rate(value / factor)})
+    return shown + "\n" + t("sim.model", {"value": fmt.rate(value / factor, "").strip()})
 
 
 def note(factor: float | None, t: Translator) -> list[str]:
