@@ -74,3 +74,10 @@ def test_logs_are_fetched_after_each_stop_with_their_sha256(tmp_path: Path) -> N
     assert sum("absent.log" in n for n in names) == 4  # 2 instances x 2 stops, each said
     assert any("shortened" in n for n in names)
     store.close()
+
+
+def test_the_report_names_the_kind_the_fetch_records() -> None:
+    """The appendix folds engine logs into one line per host by their artifact kind."""
+    from harness.report.appendix import ENGINE_LOG
+
+    assert enginelogs.KIND == ENGINE_LOG and enginelogs.KIND_TAIL.startswith(ENGINE_LOG)
