@@ -141,7 +141,10 @@ def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
                 f"    start: {{command: {_engine_cmd('start', state, start)}}}\n"
                 f"    stop: {{command: {_engine_cmd('stop', state, [])}}}\n"
                 f"    restart: {{command: {_engine_cmd('restart', state, [])}}}\n"
-                f"    health_timeout: 60\n{differs}")
+                f"    health_timeout: 60\n{differs}"
+                # each engine's stdout and stderr (harness.sim.control), fetched into the
+                # evidence after every stop
+                f"    logs: [{_q(str((state / 'engine.log').absolute()))}]\n")
 
     return f"""\
 # Written by `gate demo`: a simulated lab on this machine ({scenario} scenario,

@@ -26,6 +26,7 @@ from harness.config.inventory import HostSpec, Inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import GateError, Inconclusive, NeedsSignoff
 from harness.labels import check_label
+from harness.reasons import Reason
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.recorder import RunRecorder
@@ -41,12 +42,33 @@ class CheckRecorder:
     host: str | None = None
     expected: str = ""
     measured: str = ""
+    # The same words as codes + parameters (harness.reasons), for the report's languages:
+    # "expected", "measured", and "message" (why the check did not pass; set it just
+    # before raising). Stored in the check's details.
+    why: dict[str, Reason] = field(default_factory=dict)
 
-    def expect(self, text: object) -> None:
+    def expect(self, text: object, why: Reason | None = None) -> None:
         self.expected = str(text)
+        self._keep("expected", why)
 
-    def measure(self, value: object) -> None:
+    def measure(self, value: object, why: Reason | None = None) -> None:
         self.measured = str(value)
+        self._keep("measured", why)
+
+    def explain(self, why: Reason) -> None:
+        """Why the check is about to fail, as a Reason (the raised text stays English)."""
+        self.why["message"] = why
+
+    def _keep(self, key: str, why: Reason | None) -> None:
+        if why is None:
+            self.why.pop(key, None)
+        else:
+            self.why[key] = why
+
+    def details(self, outcome: str) -> dict[str, object]:
+        """What the check row stores: a message reason only for a check that did not pass."""
+        return {k: w.as_json() for k, w in self.why.items()
+                if k != "message" or outcome != Verdict.PASS.value}
 
 
 @dataclass
@@ -259,6 +281,8 @@ class GatePlugin:
             expected=recorder.expected if recorder else "",
             measured=recorder.measured if recorder else "", stage=stage, duration=duration,
             attempt_started=self.started if self.ctx.resume_from is not None else None,
+            details=recorder.details(verdict.value if isinstance(verdict, Verdict)
+                                     else verdict) if recorder else None,
         )
         if self.progress is not None:
             self.progress(label, host, verdict, message)

@@ -117,7 +117,7 @@ SERIALS = ("gpu serials", "nvme serials", "nic guids", "pci serials")
 
 def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
             finding: judge.Finding) -> None:
-    check.expect(finding.expected)
+    check.expect(finding.expected, finding.expected_why)
     changed = []
     for fact, value in finding.facts.items():
         if fact in SERIALS:  # a part replaced since the last arrival (an RMA) is shown
@@ -133,6 +133,7 @@ def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
                                 simulated=gate.simulated)
     check.measure(finding.found + (f" ({'; '.join(changed)})" if changed else ""))
     if not finding.ok:  # a measured miss: STOP-LOSS naming host, item, expected, found
+        check.explain(judge.missed(plan.host, key, finding))
         pytest.fail(f"{plan.host} {key}: {'; '.join(finding.problems)} (expected "
                     f"{finding.expected}; found {finding.found})", pytrace=False)
     unjudged = judge.unjudged(key, finding)

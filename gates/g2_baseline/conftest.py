@@ -11,6 +11,7 @@ import pytest
 from harness.g2.plan import fio_cells, gpu_hosts, serving_cells, serving_layouts
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.enginelogs import EngineLogs
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import layouts
 from harness.pytest_plugin import GATE_KEY, GateContext
@@ -64,7 +65,9 @@ def serving(gate: GateContext) -> Iterator[ServingBaseline]:
                                      become_password=gate.sudo_password)
     control = ArmControl(cfg, gate.inventory, runner)
     watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id,
-                        gate.recorder.event)
+                        gate.recorder.event,
+                        logs=EngineLogs(cfg, pool, gate.store, gate.run_id,
+                                        gate.recorder.event, gate.artifact_dir))
     clean_slate(watch, control, layouts(cfg), gate.recorder.campaign_id)
     executor = load_executor(gate.loaded, gate.inventory, pool, gate.run_id)
     try:

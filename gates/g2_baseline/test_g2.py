@@ -31,6 +31,7 @@ from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.progress_log import Timed
 from harness.pytest_plugin import CheckRecorder, GateContext
+from harness.reasons import Reason
 from harness.transport.base import Transport
 from harness.transport.result import CommandResult, describe, tail
 
@@ -93,7 +94,8 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     g2 = site.gates.g2
     host = gate.transport_pool().get(cell.host)
     expected, bound = g2fio.wanted(cell.target, cell.job, g2.min_fraction)
-    check.expect(expected)
+    expected_why = g2fio.wanted_why(cell.target, cell.job, g2.min_fraction)
+    check.expect(expected, expected_why)
     argv = g2fio.argv(cell.target, cell.job, g2.numjobs)
     raw = cell.target.path.startswith("/dev/")
     where = cell.target.path
@@ -125,6 +127,9 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
         return
     low = value > bound if cell.job == "lat-qd1" else value < bound
     if low:
+        check.explain(Reason("g2.fio_below", {
+            "host": cell.host, "target": cell.target.name, "job": cell.job,
+            "value": f"{value:.0f}", "unit": unit, "expected": expected_why}))
         pytest.fail(f"{cell.host} {cell.target.name} {cell.job}: {value:.0f} {unit} "
                     f"(expected {expected})", pytrace=False)
 
@@ -223,10 +228,13 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
     host = serving_cell.layout.instances[0].host
     check.host = host
     check.expect(f"{limits.repetitions} reps: at most {limits.max_failed_share:.0%} failed, "
-                 f"CV of TTFT p50 and throughput <= {limits.max_cv:.0%}")
+                 f"CV of TTFT p50 and throughput <= {limits.max_cv:.0%}",
+                 Reason("g2.serving_expected", {"reps": limits.repetitions,
+                                                "failed": f"{limits.max_failed_share:.0%}",
+                                                "cv": f"{limits.max_cv:.0%}"}))
     reps = serving.measure(serving_cell)
     verdict = judge(reps, limits)
-    check.measure(verdict.measured(reps))
+    check.measure(verdict.measured(reps), verdict.measured_why(reps))
     gate.recorder.host_fact(host=host, key=f"serving prefill {serving_cell.key}",
                             value={"tokens_per_s": round(verdict.prefill_tps, 1),
                                    "ttft_p50_s": [round(r.ttft_p50_s, 4) for r in reps],
@@ -234,9 +242,13 @@ def test_serving(gate: GateContext, serving: ServingBaseline, check: CheckRecord
                                                       for r in reps]},
                             simulated=gate.simulated)
     if verdict.missed:
+        check.explain(Reason("g2.serving_missed", {"cell": serving_cell.key},
+                             verdict.missed_why))
         pytest.fail(f"{serving_cell.key} baseline: " + "; ".join(verdict.missed),
                     pytrace=False)
     if verdict.undecided:
+        check.explain(Reason("g2.serving_undecided", {"cell": serving_cell.key},
+                             verdict.undecided_why))
         raise Inconclusive(f"{serving_cell.key}: " + "; ".join(verdict.undecided))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import InfrastructureError
 from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.enginelogs import EngineLogs
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import cells, layouts
 from harness.g3.session import G3Session
@@ -56,7 +57,9 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
                                           host=name, command=DROP_CACHES, stage="drop_caches")
 
     control = ArmControl(cfg, gate.inventory, runner)
-    watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id, event)
+    watch = EngineWatch(cfg, gate.inventory, pool, gate.store, gate.run_id, event,
+                        logs=EngineLogs(cfg, pool, gate.store, gate.run_id, event,
+                                        gate.artifact_dir))
     executor = load_executor(gate.loaded, gate.inventory, pool, gate.run_id)
     if gate.resume_from is not None:
         # No load of the killed run may still reach an engine: its phases left on the

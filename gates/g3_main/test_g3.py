@@ -10,9 +10,15 @@ import pytest
 from harness.config.models import Layout
 from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
 from harness.g3.plan import Cell
-from harness.g3.problems import ProblemKind, joined
+from harness.g3.problems import ProblemKind, joined, not_compared, why
 from harness.g3.session import G3Session
 from harness.pytest_plugin import CheckRecorder
+from harness.reasons import Reason
+
+
+def _preflight(reason: Reason) -> Reason:
+    """A MeasurementError's message at stage preflight ("stage preflight: ...")."""
+    return Reason("stage", {"stage": "preflight", "reason": reason})
 
 
 def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
@@ -23,6 +29,8 @@ def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
     check.measure({arm: sorted({str(c["model"]) for c in cards})
                    for arm, cards in pre.cards.items()})
     if pre.of(ProblemKind.MODEL):
+        check.explain(_preflight(Reason("g3.not_comparable",
+                                        parts=tuple(map(why, pre.of(ProblemKind.MODEL))))))
         raise MeasurementError("arms are not comparable: " + joined(pre.of(ProblemKind.MODEL)),
                                stage="preflight")
 
@@ -33,6 +41,8 @@ def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
     check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms")
     check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
     if pre.of(ProblemKind.LAYOUT):
+        check.explain(_preflight(Reason("g3.not_comparable",
+                                        parts=tuple(map(why, pre.of(ProblemKind.LAYOUT))))))
         raise MeasurementError("arms are not comparable: " + joined(pre.of(ProblemKind.LAYOUT)),
                                stage="preflight")
 
@@ -69,25 +79,38 @@ def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,
 def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
     pre = g3.preflight(cell.layout)
     if pre.problems:
+        check.explain(_preflight(not_compared(pre.problems)))
         raise MeasurementError("not compared: preflight found " + joined(pre.problems),
                                stage="preflight")
     t = g3.config.gates.g3.thresholds
+    confidence = g3.config.gates.g3.confidence
     check.expect(f"TTFT p50 drop >= {t.ttft_p50_drop:.0%} and throughput gain >= "
                  f"{t.throughput_gain:.0%} (band top {t.band_top:.0%}), whole "
-                 f"{g3.config.gates.g3.confidence:.0%} CI")
+                 f"{confidence:.0%} CI",
+                 Reason("g3.cell_expected", {
+                     "drop": f"{t.ttft_p50_drop:.0%}", "gain": f"{t.throughput_gain:.0%}",
+                     "top": f"{t.band_top:.0%}", "confidence": f"{confidence:.0%}"}))
     decision, problem = g3.run_cell(cell)
     if decision is not None:
-        check.measure(f"drop {decision.drop.value:.1%} [{decision.drop.lo:.1%}, "
-                      f"{decision.drop.hi:.1%}], gain {decision.gain.value:.1%} "
-                      f"[{decision.gain.lo:.1%}, {decision.gain.hi:.1%}], "
-                      f"{decision.repetitions} pairs")
+        d = decision
+        shown = {"drop": f"{d.drop.value:.1%}", "drop_lo": f"{d.drop.lo:.1%}",
+                 "drop_hi": f"{d.drop.hi:.1%}", "gain": f"{d.gain.value:.1%}",
+                 "gain_lo": f"{d.gain.lo:.1%}", "gain_hi": f"{d.gain.hi:.1%}"}
+        check.measure(f"drop {shown['drop']} [{shown['drop_lo']}, {shown['drop_hi']}], gain "
+                      f"{shown['gain']} [{shown['gain_lo']}, {shown['gain_hi']}], "
+                      f"{d.repetitions} pairs",
+                      Reason("g3.cell_measured", {**shown, "pairs": d.repetitions}))
     if problem is not None:
         if decision is not None:
-            g3.store_cell(cell, decision, [], override=problem.text)
+            g3.store_cell(cell, decision, [], override=problem)
+        check.explain(why(problem))
         raise Inconclusive(problem.text)
     if decision is None:  # no look was reached: nothing was decided
         raise MeasurementError("no decision was reached for the cell", stage="decision")
     verdict = decision.verdict.value
+    if decision.why is not None:
+        check.explain(decision.why if verdict != "STOP-LOSS" else
+                      Reason("cell.stop_loss", {"reason": decision.why}))
     if decision.needs_signoff:
         raise NeedsSignoff(decision.reason)
     if verdict == "INCONCLUSIVE":

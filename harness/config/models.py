@@ -99,6 +99,10 @@ class Arm(Frozen):
     # `server:gate_sim.external_tier` (docs/g3.md "Arms that differ"). Anything else that
     # differs keeps a cell from passing.
     differs_by: list[str] = Field(default_factory=list)
+    # The engine's log files on each instance's host (`{layout}`, `{instance}`, `{port}`,
+    # `{tp}`, `{arm}` filled in): fetched after each stop into the run's evidence
+    # (harness/g3/enginelogs.py; the last MiB of what is new each time).
+    logs: list[str] = Field(default_factory=list)
 
 
 class Arms(Frozen):

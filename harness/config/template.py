@@ -53,7 +53,8 @@ COMMENTS: dict[str, str] = {
     "model.dtype": "KV cache type: bf16 | fp16 | fp8 | fp32",
     "model.max_model_len": "the engines' context limit; null: not checked",
     "arms": "what differs between the two sides of the A/B: how each starts, stops, restarts "
-            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by)",
+            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by, "
+            "logs)",
     "layouts": "what both arms share: name, tp, pp (default 1), instances of host, port, "
                "scheme (default http)",
     "load": "how the load generator runs",
@@ -202,6 +203,9 @@ EXAMPLES: dict[str, list[str]] = {
         "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: \"off\"}}",
         "  stop:    {playbook: serve.yml, vars: {action: stop}}",
         "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: \"off\"}}",
+        "  # The engine's log on each instance's host, fetched after every stop into the",
+        "  # evidence pack (the last MiB of what is new; {layout} {instance} {port} filled):",
+        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
         "accelerated:                 # KV cache on the accelerator's NVMe-oF tier",
         "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: fx100}}",
         "  stop:    {playbook: serve.yml, vars: {action: stop}}",
@@ -209,6 +213,7 @@ EXAMPLES: dict[str, list[str]] = {
         "  # The only differences G3 accepts between the arms' running engines (globs over",
         "  # argv / env / what the server reports; `gate run G3` names any other):",
         "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
+        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
     ],
     "gates.g2.gdsio": ["null  # e.g. {path: /mnt/fx100/gate-test, read_gib_s: 12.0, size: 4G, "
                        "io_size: 1M, threads: 4, seconds: 30, gpu: 0}"],

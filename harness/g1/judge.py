@@ -26,6 +26,7 @@ from harness.probes.lspci import PciDevice
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
 from harness.probes.nvidia_smi import Gpu, NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, SmartLog, Subsystem
+from harness.reasons import Reason, text
 
 GB = 1e9
 T = TypeVar("T")
@@ -42,10 +43,24 @@ class Finding:
     # that read nothing, or not everything it needed, an ERROR: never a PASS.
     checked: int | None = None
     unread: tuple[str, ...] = ()
+    # The same words as codes + parameters (harness.reasons), where a judge gives them:
+    # the report says them in its language; one per problem, in order.
+    expected_why: Reason | None = None
+    problem_whys: tuple[Reason, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def missed(host: str, item: str, f: Finding) -> Reason:
+    """The STOP-LOSS message of a missed item ("{host} {item}: {problems} (expected ...;
+    found ...)") as a Reason; problems without a code are said as written."""
+    parts = f.problem_whys if len(f.problem_whys) == len(f.problems) else \
+        tuple(text(p) for p in f.problems)
+    return Reason("g1.missed", {"host": host, "item": item,
+                                "expected": f.expected_why or text(f.expected),
+                                "found": f.found}, parts)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -301,17 +316,22 @@ def gpu_ecc(log: NvidiaSmiLog) -> Finding:
 
 def gpu_link(log: NvidiaSmiLog) -> Finding:
     """Width against capability; a lower link *generation* at idle is power saving."""
+    narrow = [g for g in log.gpus
+              if g.link_width_current is not None and g.link_width_max is not None
+              and g.link_width_current < g.link_width_max]
     problems = [f"GPU {g.pci_bus_id}: PCIe link x{g.link_width_current} of "
-                f"x{g.link_width_max}" for g in log.gpus
-                if g.link_width_current is not None and g.link_width_max is not None
-                and g.link_width_current < g.link_width_max]
+                f"x{g.link_width_max}" for g in narrow]
     found = "; ".join(f"{g.pci_bus_id} x{g.link_width_current or '?'}/x{g.link_width_max or '?'}"
                       f" gen{g.link_gen_current or '?'}/{g.link_gen_max or '?'}"
                       for g in log.gpus)
     unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus
                    if g.link_width_current is None or g.link_width_max is None)
     return Finding("every GPU link at its full width", found or "no GPU", tuple(problems),
-                   checked=len(log.gpus) - len(unread), unread=unread)
+                   checked=len(log.gpus) - len(unread), unread=unread,
+                   expected_why=Reason("g1.gpu_link_expected"),
+                   problem_whys=tuple(Reason("g1.gpu_link_narrow", {
+                       "gpu": g.pci_bus_id, "width": f"x{g.link_width_current}",
+                       "max": f"x{g.link_width_max}"}) for g in narrow))
 
 
 _XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")

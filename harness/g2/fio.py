@@ -14,6 +14,7 @@ from harness.progress_log import Step
 
 if TYPE_CHECKING:  # plan imports this module's `wanted`
     from harness.g2.plan import FioCell
+from harness.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,22 @@ def wanted(target: FioTarget, name: str, fraction: float) -> tuple[str, float | 
         return f"{unit} measured (no vendor figure)", None
     return (f">= {value * fraction:.0f} {unit} ({fraction:.0%} of {value:g})",
             value * fraction)
+
+
+def wanted_why(target: FioTarget, name: str, fraction: float) -> Reason:
+    """`wanted`'s words as a Reason (harness.reasons), for the report's languages."""
+    spec = target.spec
+    if name == "lat-qd1":
+        if spec.lat_qd1_p99_us is None:
+            return Reason("g2.fio_no_figure_p99")
+        return Reason("g2.fio_expected_p99", {
+            "bound": f"{spec.lat_qd1_p99_us / fraction:.0f}",
+            "spec": f"{spec.lat_qd1_p99_us:g}", "fraction": f"{fraction:g}"})
+    value = {"seq-read": spec.seq_read_mbps, "seq-write": spec.seq_write_mbps,
+             "rand-read": spec.rand_read_iops}[name]
+    unit = "IOPS" if name == "rand-read" else "MB/s"
+    if value is None:
+        return Reason("g2.fio_no_figure", {"unit": unit})
+    return Reason("g2.fio_expected_min", {"value": f"{value * fraction:.0f}", "unit": unit,
+                                          "fraction": f"{fraction:.0%}",
+                                          "spec": f"{value:g}"})

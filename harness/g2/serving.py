@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from harness.config.models import G2Serving
 from harness.g3.rules import phase_tokens
 from harness.loadgen.records import RequestRecord
+from harness.reasons import Reason
 
 # Failures a saturated client may cause itself; every other kind is the server's answer.
 CLIENT_LIMITS = ("timeout", "cancelled")
@@ -72,6 +73,9 @@ class Judgement:
     prefill_tps: float  # median over the repetitions
     missed: tuple[str, ...]
     undecided: tuple[str, ...]
+    # the same as codes + parameters (harness.reasons), one per entry above
+    missed_why: tuple[Reason, ...] = ()
+    undecided_why: tuple[Reason, ...] = ()
 
     def measured(self, reps: Sequence[RepFigures]) -> str:
         ttft = statistics.median(r.ttft_p50_s for r in reps)
@@ -79,6 +83,14 @@ class Judgement:
         return (f"{len(reps)} reps: TTFT p50 {ttft:.3g} s (CV {self.ttft_cv:.1%}), "
                 f"throughput {thr:.0f} tok/s (CV {self.throughput_cv:.1%}), prefill "
                 f"{self.prefill_tps:.0f} tok/s, {self.failed_share:.1%} failed")
+
+    def measured_why(self, reps: Sequence[RepFigures]) -> Reason:
+        return Reason("g2.serving_measured", {
+            "reps": len(reps), "ttft": f"{statistics.median(r.ttft_p50_s for r in reps):.3g}",
+            "ttft_cv": f"{self.ttft_cv:.1%}",
+            "thr": f"{statistics.median(r.throughput_tps for r in reps):.0f}",
+            "thr_cv": f"{self.throughput_cv:.1%}", "prefill": f"{self.prefill_tps:.0f}",
+            "failed": f"{self.failed_share:.1%}"})
 
 
 def judge(reps: Sequence[RepFigures], limits: G2Serving) -> Judgement:
@@ -91,15 +103,23 @@ def judge(reps: Sequence[RepFigures], limits: G2Serving) -> Judgement:
     thr_cv = cv([r.throughput_tps for r in reps])
     undecided = tuple(f"repetition {i + 1}: client saturated ({r.saturation})"
                       for i, r in enumerate(reps) if r.saturation)
+    undecided_why = tuple(Reason("g2.rep_saturated", {"rep": i + 1, "detail": r.saturation})
+                          for i, r in enumerate(reps) if r.saturation)
     judged_failed = sum(r.failed - (r.client_failed if r.saturation else 0) for r in reps)
-    missed = []
+    missed, missed_why = [], []
     if requests and judged_failed / requests > limits.max_failed_share:
         missed.append(f"{failed_share:.1%} of {requests} requests failed (at most "
                       f"{limits.max_failed_share:.1%})")
-    for name, value in (("TTFT p50", ttft_cv), ("throughput", thr_cv)):
+        missed_why.append(Reason("g2.failed_share", {
+            "share": f"{failed_share:.1%}", "requests": requests,
+            "max": f"{limits.max_failed_share:.1%}"}))
+    for name, value, code in (("TTFT p50", ttft_cv, "g2.ttft_cv_high"),
+                              ("throughput", thr_cv, "g2.throughput_cv_high")):
         if not undecided and not value <= limits.max_cv:  # nan (nothing completed) misses
             missed.append(f"{name} CV {value:.1%} across repetitions (at most "
                           f"{limits.max_cv:.0%})")
+            missed_why.append(Reason(code, {"value": f"{value:.1%}",
+                                            "max": f"{limits.max_cv:.0%}"}))
     return Judgement(ttft_cv, thr_cv, failed_share,
                      statistics.median(r.prefill_tps for r in reps) if reps else float("nan"),
-                     tuple(missed), undecided)
+                     tuple(missed), undecided, tuple(missed_why), undecided_why)

@@ -25,6 +25,7 @@ from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError, InfrastructureError, MeasurementError, TransportError
 from harness.g3.arms import ArmControl, Endpoint, EventSink, endpoints
+from harness.g3.enginelogs import EngineLogs
 from harness.g3.identity import ArmComparison, compare_arms, engine_facts, server_config
 from harness.g3.plan import ARMS
 from harness.g3.problems import JSON
@@ -100,6 +101,9 @@ class EngineWatch:
     # Hosts whose engines could be read only with sudo: go there directly next time (one
     # SSH round trip per reading instead of two).
     sudo_hosts: set[str] = field(default_factory=set)
+    # The arms' own log files, fetched after each stop (None: not collected, e.g. the
+    # clean slate of `gate runs abort`).
+    logs: EngineLogs | None = None
 
     def _process(self, ep: Endpoint, layout: Layout) -> tuple[ProcessInfo | None, str]:
         """The engine listening on the instance's port, or why it cannot be seen."""
@@ -195,6 +199,8 @@ class EngineWatch:
         for proc in store_engines.open_engines(self.store, run_id=self.run_id):
             if (proc.arm, proc.layout) == (arm, layout.name):
                 self._stop(proc, STOP_GRACE, f"still running after the {arm} stop action")
+        if self.logs is not None:
+            self.logs.collect(arm, layout)
 
     def sweep(self, campaign_id: int | None = None) -> None:
         """Stop every recorded engine still running: this run's at its end, or (with a

@@ -10,6 +10,7 @@ from harness.g3.problems import Problem, ProblemKind
 from harness.g3.rules import Card
 from harness.loadgen.probe import ServerInfo
 from harness.probes.prometheus import MetricsSnapshot, exposes_tier
+from harness.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,13 @@ class Preflight:
     @property
     def problems(self) -> list[Problem]:
         """Everything that keeps the layout's arms from being compared."""
-        differ = [Problem(ProblemKind.ENGINES_DIFFER, self.identity.summary())] \
+        summary = self.identity.summary()
+        differ = [Problem(ProblemKind.ENGINES_DIFFER, summary,
+                          Reason("g3.engines_differ", {"detail": summary}))] \
             if not self.identity.equal else []
-        unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u) for u in self.unreadable]
+        unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u,
+                              Reason("g3.engines_unverified", {"detail": u}))
+                      for u in self.unreadable]
         return [*self.card_problems, *differ, *unverified]
 
 

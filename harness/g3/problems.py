@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeAlias
 
+from harness.reasons import Reason, text
+
 # What engines and the store hand back as JSON, typed all the way down.
 JSON: TypeAlias = "str | int | float | bool | list[JSON] | dict[str, JSON] | None"
 JSONDict: TypeAlias = "dict[str, JSON]"
@@ -34,6 +36,7 @@ class ProblemKind(StrEnum):
 class Problem:
     kind: ProblemKind
     text: str  # the whole sentence shown to users and stored as the cell's reason
+    why: Reason | None = None  # the same as a code + parameters (the report's languages)
 
     def __str__(self) -> str:
         return self.text
@@ -41,3 +44,13 @@ class Problem:
 
 def joined(problems: list[Problem]) -> str:
     return "; ".join(p.text for p in problems)
+
+
+def why(problem: Problem) -> Reason:
+    """The problem as a Reason; one made without a code is said as it was written."""
+    return problem.why if problem.why is not None else text(problem.text)
+
+
+def not_compared(problems: list[Problem]) -> Reason:
+    """"not compared: preflight found " + joined(problems), as a Reason."""
+    return Reason("g3.not_compared", parts=tuple(why(p) for p in problems))

@@ -11,7 +11,7 @@ import numpy as np
 from harness.config.models import SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.plan import ARMS, Cell
-from harness.g3.problems import JSON, JSONDict
+from harness.g3.problems import JSON, JSONDict, Problem
 from harness.g3.rules import FIXED_OUTPUT_BODY, PhaseTokens, phase_tokens
 from harness.loadgen.health import HealthBounds
 from harness.loadgen.phase import PhaseSpec
@@ -115,12 +115,16 @@ def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
 
 
 def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDecision,
-               reps: list[dict[str, ArmRep]], override: str = "",
+               reps: list[dict[str, ArmRep]], override: str | Problem = "",
                override_verdict: str = "INCONCLUSIVE") -> None:
+    """The cell's row. `override`: why the cell is not decided by `d` (a Problem keeps its
+    code for the report, details.why; a string is stored as written)."""
+    said = override.text if isinstance(override, Problem) else override
+    why = override.why if isinstance(override, Problem) else None if override else d.why
     writer.upsert_cell(store, run_id, {
         "layout": cell.layout.name, "tier": cell.tier,
-        "verdict": override_verdict if override else d.verdict.value,
-        "reason": override or d.reason, "repetitions": d.repetitions,
+        "verdict": override_verdict if said else d.verdict.value,
+        "reason": said or d.reason, "repetitions": d.repetitions,
         "n_baseline": d.n_baseline, "n_accelerated": d.n_accelerated,
         "ttft_p50_baseline": finite(d.ttft_p50_baseline),
         "ttft_p50_accelerated": finite(d.ttft_p50_accelerated),
@@ -132,7 +136,8 @@ def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDe
         "details": {**json_dict(d.details), "needs_signoff": d.needs_signoff,
                     "level": d.level, "drop_verdict": d.drop.verdict.value,
                     "gain_verdict": d.gain.verdict.value,
-                    "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps]},
+                    "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps],
+                    **({"why": why.as_json()} if why is not None else {})},
     })
 
 

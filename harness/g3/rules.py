@@ -16,6 +16,7 @@ from harness.g3.plan import ARMS
 from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
+from harness.reasons import Reason
 
 # Every G3 request asks a fixed output length and tells the engine to ignore EOS where
 # its profile says it honours `ignore_eos` (vLLM, SGLang, llama.cpp, the simulator:
@@ -75,12 +76,18 @@ def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> Problem | None
         kind = ProblemKind.LENGTH_NOT_FIXED
         return Problem(kind, f"{kind}: {arm} arm: {early} of {t.completed} responses did not "
                              f"end with finish_reason 'length' at {t.fixed} tokens (ignore_eos "
-                             "not honoured?)")
+                             "not honoured?)",
+                       Reason("g3.length_not_fixed", {"arm": arm, "early": early,
+                                                      "completed": t.completed,
+                                                      "fixed": t.fixed}))
     if t.disagree > tolerance * t.completed:
         kind = ProblemKind.TOKENS_DISAGREE
         return Problem(kind, f"{kind}: {arm} arm: the server's usage.completion_tokens is not "
                              f"{t.fixed} on {t.disagree} of {t.completed} responses "
-                             f"(> {tolerance:.0%})")
+                             f"(> {tolerance:.0%})",
+                       Reason("g3.tokens_disagree", {
+                           "arm": arm, "fixed": t.fixed, "disagree": t.disagree,
+                           "completed": t.completed, "share": f"{tolerance:.0%}"}))
     return None
 
 
@@ -105,58 +112,76 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         # would describe the client, not the tier.
         if pair[arm].saturation:
             kind = ProblemKind.CLIENT_SATURATED
-            return Problem(kind, f"{kind}: {pair[arm].saturation} ({arm} arm)")
+            return Problem(kind, f"{kind}: {pair[arm].saturation} ({arm} arm)",
+                           Reason("g3.client_saturated",
+                                  {"arm": arm, "detail": pair[arm].saturation}))
     for arm in ARMS:
         t = pair[arm].ttft
         failed = int(np.sum(~np.isfinite(t)))
         if t.size and failed / t.size > rules.max_failed_share:
             first = pair[arm].evidence.get("first_failure")
             said = f" (first: {first})" if isinstance(first, str) else ""
+            params: dict[str, str | int | float | Reason] = {
+                "arm": arm, "failed": failed, "total": int(t.size),
+                "share": f"{rules.max_failed_share:.0%}"}
             return Problem(ProblemKind.REQUESTS_FAILED,
                            f"{arm} arm: {failed} of {t.size} requests failed (> "
                            f"{rules.max_failed_share:.0%}): failures would bias the "
-                           f"comparison{said}")
+                           f"comparison{said}",
+                           Reason("g3.requests_failed_first", {**params, "first": first})
+                           if isinstance(first, str) else Reason("g3.requests_failed", params))
     for arm in ARMS:
         # Throughput counts output tokens: an arm that talks longer would look faster.
         problem = length_problem(arm, pair[arm].lengths, rules.max_token_disagreement)
         if problem is not None:
             if pair[arm].evidence.get("ignore_eos_sent") is False:
+                why = problem.why
+                if why is not None and why.code == "g3.length_not_fixed":
+                    why = Reason("g3.length_not_fixed_unsent", why.params)
                 return Problem(problem.kind, problem.text.replace(
                     "(ignore_eos not honoured?)", "(ignore_eos not sent: the engine's "
                     "profile does not honour it; name the engine in gate.yaml `engine:` if "
-                    "it does)"))
+                    "it does)"), why)
             return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
         return Problem(ProblemKind.COUNTERS_RESET, "engine counters reset during a measured "
-                                                   "phase (did an engine restart?)")
+                                                   "phase (did an engine restart?)",
+                       Reason("g3.counters_reset"))
     for arm, ev in (("accelerated", acc), ("baseline", base)):
         if ev.get("cold_restart") is False:
             return Problem(ProblemKind.NOT_COLD,
-                           f"{arm} arm: the restart was not cold (counters did not restart)")
+                           f"{arm} arm: the restart was not cold (counters did not restart)",
+                           Reason("g3.not_cold", {"arm": arm}))
         if ev.get("cold_restart") is None:
             # A restart that left the GPU prefix cache warm would make a tier look fast;
             # one nobody could verify cannot decide a cell.
             return Problem(ProblemKind.NOT_COLD,
                            f"{arm} arm: the restart could not be verified (the engine's "
                            "/metrics show neither process_start_time_seconds nor a "
-                           "prompt-token counter, and its process could not be read)")
+                           "prompt-token counter, and its process could not be read)",
+                           Reason("g3.not_verified", {"arm": arm}))
         local = _numbers(ev, "by_source").get("local_cache_hit", 0.0)
         prompt = _number(ev, "prompt_tokens")
         if prompt > 0 and local / prompt > rules.max_local_hit_share:
             return Problem(ProblemKind.NOT_COLD,
                            f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
-                           "tokens after the restart: the restart was not cold")
+                           "tokens after the restart: the restart was not cold",
+                           Reason("g3.not_cold_local", {"arm": arm,
+                                                        "share": f"{local / prompt:.0%}"}))
     kind = ProblemKind.NOT_EXERCISED
     if not acc.get("exposes_external"):
         if rules.allow_storage_evidence:
             return storage_problem(acc, base)
         return Problem(kind, f"{kind}: no engine counter on the accelerated arm proves the "
                              "tier was read (gates.g3.evidence.allow_storage_evidence lets "
-                             "storage read bandwidth or a KV store's counters stand in)")
+                             "storage read bandwidth or a KV store's counters stand in)",
+                       Reason("g3.no_tier_counter"))
     share = _number(acc, "external_hit_share")
     if share < min_share:
         return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
-                             f"{min_share:.0%}")
+                             f"{min_share:.0%}",
+                       Reason("g3.low_external_share", {"share": f"{share:.0%}",
+                                                        "min": f"{min_share:.0%}"}))
     storage = _numbers(acc, "storage")
     if storage.get("hosts", 0.0) > 0 and not acc.get("storage_errors") \
             and storage.get("bytes_read", 0.0) <= 0:
@@ -164,16 +189,19 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
         # server, a store's DRAM pool) survives the engine's restart as well.
         return Problem(kind, f"{kind}: the engine counted {share:.0%} of prompt tokens as "
                              "external hits, but the storage hosts read nothing during the "
-                             "phase: another tier (memory?) served them")
+                             "phase: another tier (memory?) served them",
+                       Reason("g3.counted_not_read", {"share": f"{share:.0%}"}))
     contamination = _number(base, "external_hit_tokens")
     if contamination > 0:
         kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: {contamination:.0f} external hit tokens")
+        return Problem(kind, f"{kind}: {contamination:.0f} external hit tokens",
+                       Reason("g3.contaminated_tokens", {"tokens": f"{contamination:.0f}"}))
     found = _number(base, "store_found")
     if found > 0:  # the KV store served the baseline's phase (Mooncake master counters)
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: the KV store found {found:.0f} objects for the "
-                             "baseline's measured phase")
+                             "baseline's measured phase",
+                       Reason("g3.contaminated_store", {"objects": f"{found:.0f}"}))
     return None
 
 
@@ -198,11 +226,13 @@ def storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
               if isinstance(said := ev.get("storage_errors"), list) for e in said]
     if errors:
         return Problem(kind, f"{kind}: the storage hosts could not be read during a "
-                             f"measured phase ({errors[0]}): storage-side evidence incomplete")
+                             f"measured phase ({errors[0]}): storage-side evidence incomplete",
+                       Reason("g3.storage_errors", {"error": errors[0]}))
     sampled = _numbers(acc, "storage").get("hosts", 0.0) > 0
     if not sampled and not acc.get("store_exposes"):
         return Problem(kind, f"{kind}: no storage-side evidence was collected (no storage "
-                             "host sampled, no gates.g3.evidence.store_metrics)")
+                             "host sampled, no gates.g3.evidence.store_metrics)",
+                       Reason("g3.no_storage_evidence"))
     expected = _number(acc, "client_prompt_tokens") * _number(acc, "kv_bytes_per_token")
     if sampled:
         problem = _storage_reads(acc, base, expected)
@@ -219,18 +249,26 @@ def _storage_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | 
     kind = ProblemKind.NOT_EXERCISED
     if read["accelerated"] <= 0:
         return Problem(kind, f"{kind}: storage hosts read nothing during the accelerated "
-                             "arm's measured phase (storage-side evidence)")
+                             "arm's measured phase (storage-side evidence)",
+                       Reason("g3.storage_not_read"))
     if expected > 0 and read["accelerated"] < STORAGE_MIN_KV_SHARE * expected:
         return Problem(kind, f"{kind}: the storage hosts read "
                              f"{read['accelerated'] / 1e9:.2f} GB during the accelerated arm's "
                              f"measured phase, < {STORAGE_MIN_KV_SHARE:.0%} of its "
-                             f"{expected / 1e9:.1f} GB of KV (storage-side evidence)")
+                             f"{expected / 1e9:.1f} GB of KV (storage-side evidence)",
+                       Reason("g3.storage_below_kv", {
+                           "read": f"{read['accelerated'] / 1e9:.2f}",
+                           "min": f"{STORAGE_MIN_KV_SHARE:.0%}",
+                           "expected": f"{expected / 1e9:.1f}"}))
     if read["baseline"] > STORAGE_BASELINE_SHARE * read["accelerated"]:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: the baseline's measured phase read "
                              f"{read['baseline'] / 1e9:.2f} GB from the storage hosts, the "
                              f"accelerated arm's {read['accelerated'] / 1e9:.2f} GB "
-                             "(storage-side evidence)")
+                             "(storage-side evidence)",
+                       Reason("g3.storage_contaminated", {
+                           "baseline": f"{read['baseline'] / 1e9:.2f}",
+                           "accelerated": f"{read['accelerated'] / 1e9:.2f}"}))
     return None
 
 
@@ -241,17 +279,22 @@ def _store_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | No
     found, served = _number(acc, "store_found"), acc.get("store_hit_bytes")
     if found <= 0:
         return Problem(kind, f"{kind}: the KV store found nothing for the accelerated "
-                             "arm's measured phase (storage-side evidence)")
+                             "arm's measured phase (storage-side evidence)",
+                       Reason("g3.store_found_nothing"))
     if isinstance(served, int | float) and expected > 0 \
             and served < STORAGE_MIN_KV_SHARE * expected:
         return Problem(kind, f"{kind}: the KV store served {served / 1e9:.2f} GB to the "
                              f"accelerated arm's measured phase, < {STORAGE_MIN_KV_SHARE:.0%} "
-                             f"of its {expected / 1e9:.1f} GB of KV (storage-side evidence)")
+                             f"of its {expected / 1e9:.1f} GB of KV (storage-side evidence)",
+                       Reason("g3.store_below_kv", {"served": f"{served / 1e9:.2f}",
+                                                    "min": f"{STORAGE_MIN_KV_SHARE:.0%}",
+                                                    "expected": f"{expected / 1e9:.1f}"}))
     base_found = _number(base, "store_found")
     if base_found > 0:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: the KV store found {base_found:.0f} objects for the "
-                             "baseline's measured phase")
+                             "baseline's measured phase",
+                       Reason("g3.contaminated_store", {"objects": f"{base_found:.0f}"}))
     return None
 
 
@@ -307,7 +350,10 @@ def compare_cards(config: SiteConfig, layout: Layout,
         if b and a and b != a:
             problems.append(Problem(ProblemKind.MODEL,
                                     f"{label} differs: baseline {', '.join(b)} vs "
-                                    f"accelerated {', '.join(a)}"))
+                                    f"accelerated {', '.join(a)}",
+                                    Reason("g3.model_differs", {
+                                        "what": label, "baseline": ", ".join(b),
+                                        "accelerated": ", ".join(a)})))
     for arm, arm_cards in cards.items():
         for i, c in enumerate(arm_cards):
             served = [str(m) for m in c["models"]] if isinstance(c["models"], list) else []
@@ -315,13 +361,24 @@ def compare_cards(config: SiteConfig, layout: Layout,
                 problems.append(Problem(ProblemKind.MODEL,
                                         f"{arm} instance {i} does not serve "
                                         f"{config.model.name} (serves "
-                                        f"{', '.join(served) or 'nothing'})"))
+                                        f"{', '.join(served) or 'nothing'})",
+                                        Reason("g3.instance_model", {
+                                            "arm": arm, "instance": i,
+                                            "model": config.model.name,
+                                            "serves": ", ".join(served) or "—"})))
             if c["tp"] is not None and c["tp"] != layout.tp:
                 problems.append(Problem(ProblemKind.LAYOUT,
                                         f"{arm} instance {i} runs tp={c['tp']}, layout "
-                                        f"{layout.name} declares tp={layout.tp}"))
+                                        f"{layout.name} declares tp={layout.tp}",
+                                        Reason("g3.instance_tp", {
+                                            "arm": arm, "instance": i, "tp": str(c["tp"]),
+                                            "layout": layout.name,
+                                            "declared": layout.tp})))
         if len(arm_cards) != len(layout.instances):
             problems.append(Problem(ProblemKind.LAYOUT,
                                     f"{arm}: {len(arm_cards)} instances answered, layout "
-                                    f"declares {len(layout.instances)}"))
+                                    f"declares {len(layout.instances)}",
+                                    Reason("g3.instance_count", {
+                                        "arm": arm, "answered": len(arm_cards),
+                                        "declared": len(layout.instances)})))
     return problems

@@ -404,5 +404,5 @@ class G3Session:
         return decision, problem
 
     def store_cell(self, cell: Cell, d: CellDecision, reps: list[dict[str, ArmRep]],
-                   override: str = "") -> None:
+                   override: str | Problem = "") -> None:
         store_cell(self.gate.store, self.gate.run_id, self.config, cell, d, reps, override)

@@ -16,6 +16,10 @@ from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Tabl
 from harness.report.redact import redact, redact_args, redact_overrides
 
 MAX_FACTS = 400
+# harness.g3.enginelogs.KIND (not imported: it brings the transports along). A run
+# fetches an engine's log after every stop, hundreds of files in a campaign: on paper one
+# line per host says how many, the evidence pack's manifest has each with its sha256.
+ENGINE_LOG = "engine-log"
 DEFINITIONS = ("ttft", "ttft_text", "tpot", "e2el", "throughput", "drop", "gain", "ci",
                "stop_loss", "inconclusive", "partial", "forced", "simulated", "signed", "weakened",
                "differs_by", "storage", "evidence", "window")
@@ -104,11 +108,22 @@ def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
                 facts.append(HostFact(host=str(fact.host), key=str(fact.key),
                                       value=fact_value(str(fact.key), redact(fact.value), t),
                                       simulated=bool(fact.simulated)))
+        logs: dict[str, list[Any]] = {}  # host -> engine-log rows: one line each on paper
         for a in f.artifacts.itertuples(index=False):
+            if str(a.kind or "").startswith(ENGINE_LOG):
+                logs.setdefault(str(a.host or "—"), []).append(a)
+                continue
             artifacts.append(Artifact(run_id=f.run.id, path=readable.shorten_paths(str(a.path)),
                                       kind=str(a.kind or "—"),
                                       host=str(a.host or "—"), size=fmt.number(a.size),
                                       sha256=str(a.sha256)))
+        for host, rows in logs.items():
+            tails = sum(str(r.kind) != ENGINE_LOG for r in rows)
+            artifacts.append(Artifact(
+                run_id=f.run.id, path=t("appendix.engine_logs", {"n": len(rows),
+                                                                  "tails": tails}),
+                kind=ENGINE_LOG, host=host, size=fmt.number(sum(int(r.size) for r in rows)),
+                sha256=t("appendix.in_manifest")))
     definitions = [(t(f"def.{k}.term"), en(f"def.{k}.text"), zh(f"def.{k}.text"))
                    for k in DEFINITIONS]
     runs: list[RunAppendix] = []

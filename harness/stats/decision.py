@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.errors import MeasurementError
+from harness.reasons import Reason
 from harness.stats.bootstrap import percentile
 from harness.stats.look import LookResult, evaluate_look, json_num, point_values
 from harness.stats.model import CellDecision, Criteria, Estimate, RepSample
@@ -73,18 +74,21 @@ def _check(baseline: Sequence[RepSample], accelerated: Sequence[RepSample], look
 
 
 def _degenerate(baseline: Sequence[RepSample], accelerated: Sequence[RepSample],
-                criteria: Criteria) -> str | None:
+                criteria: Criteria) -> tuple[str, Reason] | None:
     """Valid input that cannot support a decision either way (never PASS, never STOP-LOSS)."""
     for arm, reps in (("baseline", baseline), ("accelerated", accelerated)):
         for i, rep in enumerate(reps, 1):
             t = np.asarray(rep.ttft, dtype=np.float64)
             failed = int(np.isinf(t).sum())
             if failed > criteria.max_failed_share * t.size:
+                share = f"{criteria.max_failed_share:.0%}"
                 return (f"{arm} repetition {i}: {failed} of {t.size} requests failed "
-                        f"(> {criteria.max_failed_share:.0%}); check the engine before "
-                        "comparing")
+                        f"(> {share}); check the engine before comparing",
+                        Reason("cell.rep_failed", {"arm": arm, "rep": i, "failed": failed,
+                                                   "total": int(t.size), "share": share}))
         if sum(r.output_tokens for r in reps) == 0:
-            return f"{arm}: no output tokens counted in any repetition"
+            return (f"{arm}: no output tokens counted in any repetition",
+                    Reason("cell.no_tokens", {"arm": arm}))
     return None
 
 
@@ -113,6 +117,16 @@ def _show(name: str, e: Estimate, threshold: float, at: int | None = None) -> st
     return f"{name} {e.value:.3f} CI [{e.lo:.3f}, {e.hi:.3f}] vs {threshold:g}{where}"
 
 
+def _why(name: str, e: Estimate, threshold: float, at: int | None = None) -> Reason:
+    """_show as a Reason (the same numbers, formatted the same way)."""
+    params: dict[str, str | int | float | Reason] = {
+        "criterion": name, "value": f"{e.value:.3f}", "lo": f"{e.lo:.3f}",
+        "hi": f"{e.hi:.3f}", "threshold": f"{threshold:g}"}
+    if at is None:
+        return Reason("cell.estimate", params)
+    return Reason("cell.estimate_at", {**params, "pairs": at})
+
+
 class _Cell:
     """Replays a cell's looks in order, carrying which criterion has already passed."""
 
@@ -134,18 +148,19 @@ class _Cell:
                         "accelerated": _per_rep(self.accelerated[:n])},
         }
 
-    def _decision(self, res: LookResult, index: int, verdict: Verdict, reason: str,
-                  signoff: bool, final: bool, drop: Estimate, gain: Estimate,
-                  details: dict[str, object]) -> CellDecision:
+    def _decision(self, res: LookResult, index: int, verdict: Verdict,
+                  reason: tuple[str, Reason], signoff: bool, final: bool, drop: Estimate,
+                  gain: Estimate, details: dict[str, object]) -> CellDecision:
         return CellDecision(
-            verdict=verdict, reason=reason, needs_signoff=signoff, final=final, drop=drop,
+            verdict=verdict, reason=reason[0], why=reason[1], needs_signoff=signoff,
+            final=final, drop=drop,
             gain=gain, ttft_p50_baseline=res.p50_base, ttft_p50_accelerated=res.p50_acc,
             thr_baseline=res.thr_base, thr_accelerated=res.thr_acc, n_baseline=res.n_base,
             n_accelerated=res.n_acc, repetitions=res.pairs, level=res.level,
             rule=_rule(self.c, res.level, index, self.plan.looks, self.plan.spending),
             details=details)
 
-    def _degenerate_at(self, index: int, problem: str) -> CellDecision:
+    def _degenerate_at(self, index: int, problem: tuple[str, Reason]) -> CellDecision:
         n = self.plan.looks[index]
         b, a = self.baseline[:n], self.accelerated[:n]
         p50_b, p50_a, thr_b, thr_a = point_values(b, a)
@@ -188,33 +203,49 @@ class _Cell:
 
     def _combine(self, index: int, drop: Estimate, gain: Estimate,
                  current: dict[str, Estimate],
-                 at: dict[str, int]) -> tuple[Verdict, str, bool, bool]:
+                 at: dict[str, int]) -> tuple[Verdict, tuple[str, Reason], bool, bool]:
+        """(verdict, (the reason in English, the same as a Reason), sign-off, final)."""
         c, n = self.c, self.plan.looks[index]
         applied = [k for k in ("drop", "gain") if k in c.applied]
         for name, th in (("drop", c.ttft_p50_drop), ("gain", c.throughput_gain)):
             if name in applied and name in at and current[name].verdict is Verdict.STOP_LOSS:
-                return (_OPEN, f"{name} cleared {th:g} at {at[name]} pairs but its interval "
-                        f"at {n} pairs lies below it: the cell is not stationary; "
-                        "investigate before deciding", False, True)
+                return (_OPEN, (f"{name} cleared {th:g} at {at[name]} pairs but its interval "
+                                f"at {n} pairs lies below it: the cell is not stationary; "
+                                "investigate before deciding",
+                                Reason("cell.not_stationary", {
+                                    "criterion": name, "threshold": f"{th:g}",
+                                    "at": at[name], "pairs": n})), False, True)
         texts = {"drop": _show("drop", drop, c.ttft_p50_drop, at.get("drop")),
                  "gain": _show("gain", gain, c.throughput_gain, at.get("gain"))}
-        failing = [texts[k] for k, e in current.items()
+        whys = {"drop": _why("drop", drop, c.ttft_p50_drop, at.get("drop")),
+                "gain": _why("gain", gain, c.throughput_gain, at.get("gain"))}
+        failing = [k for k, e in current.items()
                    if k in applied and e.verdict is Verdict.STOP_LOSS]
         if failing:
-            return Verdict.STOP_LOSS, "below threshold: " + "; ".join(failing), False, True
+            return Verdict.STOP_LOSS, (
+                "below threshold: " + "; ".join(texts[k] for k in failing),
+                Reason("cell.below", parts=tuple(whys[k] for k in failing))), False, True
         if all(k in at for k in applied):
             if "gain" in applied and current["gain"].value > c.band_top:
-                return _OPEN, SIGNOFF_REASON, True, True
+                return _OPEN, (SIGNOFF_REASON, Reason("cell.above_band")), True, True
             shown = "; ".join(texts[k] for k in applied)
-            return Verdict.PASS, ("both clear: " if len(applied) == 2 else
-                                  f"{applied[0]} clears (the only criterion applied): ") \
-                + shown, False, True
+            parts = tuple(whys[k] for k in applied)
+            if len(applied) == 2:
+                return Verdict.PASS, ("both clear: " + shown,
+                                      Reason("cell.both_clear", parts=parts)), False, True
+            return Verdict.PASS, (f"{applied[0]} clears (the only criterion applied): "
+                                  + shown, Reason("cell.only_clears",
+                                                  {"criterion": applied[0]}, parts)), \
+                False, True
         last = index == len(self.plan.looks) - 1
-        open_ = [texts[k] for k in applied if k not in at]
-        reason = "interval straddles threshold: " + "; ".join(open_)
+        open_ = [k for k in applied if k not in at]
+        reason = "interval straddles threshold: " + "; ".join(texts[k] for k in open_)
         reason += (f"; last planned look ({n} pairs) reached" if last else
                    f"; add pairs (next look at {self.plan.looks[index + 1]})")
-        return _OPEN, reason, False, last
+        look = Reason("cell.last_look", {"pairs": n}) if last else \
+            Reason("cell.next_look", {"pairs": self.plan.looks[index + 1]})
+        why = Reason("cell.straddles", parts=(*(whys[k] for k in open_), look))
+        return _OPEN, (reason, why), False, last
 
 
 def decide_looks(baseline: Sequence[RepSample], accelerated: Sequence[RepSample],

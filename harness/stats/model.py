@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from harness.reasons import Reason
 from harness.verdict import Verdict
 
 
@@ -66,3 +67,4 @@ class CellDecision:
     level: float                   # two-sided nominal level of the intervals at this look
     rule: str
     details: dict[str, object] = field(default_factory=dict)
+    why: Reason | None = None      # the reason as a code + parameters (harness.reasons)

@@ -156,7 +156,7 @@ def run_tables(store: Store, run_id: int, *, series_metrics: tuple[str, ...] = (
                  *(se.metric.like(p + "%") for p in series_prefixes))
     return RunTables(
         checks=_read(store, select(c.nodeid, c.name, c.host, c.outcome, c.message, c.expected,
-                                   c.measured, c.stage, c.duration, c.finished_at)
+                                   c.measured, c.stage, c.duration, c.finished_at, c.details)
                      .where(c.run_id == run_id).order_by(c.id)),
         signoffs=_read(store, select(s.role, s.name, s.note, s.at, s.os_user, s.hostname)
                        .where(s.run_id == run_id).order_by(s.id)),

@@ -251,7 +251,8 @@ def get_run(store: Store, run_id: int) -> RunRow:
 def record_check(store: Store, run_id: int, *, nodeid: str, name: str, host: str | None,
                  outcome: str, message: str = "", expected: str = "", measured: str = "",
                  stage: str = "call", duration: float = 0.0,
-                 attempt_started: float | None = None) -> None:
+                 attempt_started: float | None = None,
+                 details: dict[str, object] | None = None) -> None:
     """Store a check's outcome. A resumed run runs its checks again: the row an earlier
     attempt stored for the same check (finished before `attempt_started`) is replaced,
     so a check is counted once."""
@@ -262,7 +263,8 @@ def record_check(store: Store, run_id: int, *, nodeid: str, name: str, host: str
                                              CheckRow.finished_at < attempt_started))
         s.add(CheckRow(run_id=run_id, nodeid=nodeid, name=name, host=host, outcome=outcome,
                        message=message[:20000], expected=expected, measured=measured,
-                       stage=stage, duration=duration, finished_at=_now()))
+                       stage=stage, duration=duration, finished_at=_now(),
+                       details=details or {}))
 
 
 def checks(store: Store, run_id: int) -> list[CheckRow]:

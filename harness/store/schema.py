@@ -115,6 +115,8 @@ class CheckRow(Base):
     stage: Mapped[str] = mapped_column(String(64), default="call")
     duration: Mapped[float] = mapped_column(Float, default=0.0)
     finished_at: Mapped[float] = mapped_column(Float)
+    # message / expected / measured as harness.reasons JSON (migration 0006)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
 class HostFactRow(Base):

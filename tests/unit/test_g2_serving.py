@@ -15,6 +15,8 @@ from harness.errors import UsageError
 from harness.g2.plan import expected_checks, serving_cells, validate, weakened
 from harness.g2.serving import RepFigures, cv, judge, rep_figures
 from harness.loadgen.records import RequestRecord
+from harness.report.i18n import translator
+from harness.report.reasons import say
 
 ARM = {"start": {"command": ["true"]}, "stop": {"command": ["true"]}}
 
@@ -82,6 +84,10 @@ def test_failures_and_noise_are_missed_criteria() -> None:
                         "throughput CV 35.4% across repetitions (at most 10%)")
     assert not judge([rep(failed=1), rep()],
                      G2Serving(max_failed_share=0.05)).missed
+    en = translator("en")  # the reasons as codes say the same words (the report's zh)
+    assert tuple(say(en, w) for w in j.missed_why) == j.missed
+    reps = [rep(failed=1), rep(1.5, thr=60.0)]
+    assert say(en, j.measured_why(reps)) == j.measured(reps)
 
 
 def test_nothing_completed_never_passes_and_saturation_is_undecided() -> None:
@@ -89,6 +95,7 @@ def test_nothing_completed_never_passes_and_saturation_is_undecided() -> None:
     assert judge([rep(nan), rep(nan)], G2Serving()).missed  # nan CV misses
     j = judge([rep(), rep(3.0, saturation="loop lag 80 ms")], G2Serving())
     assert j.undecided == ("repetition 2: client saturated (loop lag 80 ms)",)
+    assert tuple(say(translator("en"), w) for w in j.undecided_why) == j.undecided
     assert j.missed == ()  # its timings are the client's: the CV is not judged
     j = judge([rep(), rep(failed=2, saturation="lag")], G2Serving())
     assert j.missed == ("10.0% of 20 requests failed (at most 0.0%)",)  # the server's errors

@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
                    "harness.registry", "harness.remote", "harness.bundle")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
-                    "harness.digests", "harness.labels", "harness.progress_log", ROOT)),
+                    "harness.digests", "harness.labels", "harness.progress_log",
+                    "harness.reasons", ROOT)),
 )
 
 # Leaves: only the command line and the workflow may import them; each imports only what

@@ -184,7 +184,7 @@ def test_column_widths_keep_unbroken_lines_whole() -> None:
                "Throughput gain (95 % CI)", "n (base / acc)", "Reps", "Verdict"]
     row = ["16", "0.163 s", "0.046 s", "72.0 %\n[64.2, 78.0] %", "4,433.7 tok/s",
            "5,933.6 tok/s", "33.8 %\n[29.8, 38.0] %", "1,024 /\n1,024", "4", "INCONCLUSIVE"]
-    budget = 136.0  # its 7 pt font and padding (report.css table.cells)
+    budget = 140.0  # its 7 pt font and padding (report.css table.cells; macros.html.j2)
     whole = [w * budget / 100
              for w in column_widths(columns, [row], budget=budget, whole_lines=True)]
     assert whole[7] >= len("1,024 /") + 2 - 0.01
@@ -241,3 +241,18 @@ def test_long_arm_values_keep_both_ends() -> None:
     assert a.startswith("/srv/gate/") and b.startswith("/srv/gate/")
     assert _short("0.80", t) == "0.80" and _short(None, t) == "absent"
     assert _short("a\nb", t) == "a\\nb"
+
+
+def test_column_widths_keep_a_verdict_whole_when_the_table_overflows() -> None:
+    """Columns whose longest words together exceed the page: the short ones (a verdict,
+    a header like "Outcome") keep their width, the long ones share the rest."""
+    from harness.report.render import HEADER_BOLD, column_widths
+
+    budget = 118.0
+    long_word = "x" * 38
+    widths = column_widths(["Check", "Expected", "Measured", "Outcome"],
+                           [[long_word, long_word, long_word, "无法判定 (INCONCLUSIVE)"]])
+    chars = [w * budget / 100 for w in widths]
+    assert chars[3] >= 1.4 * len("(INCONCLUSIVE)") + 2 - 0.01
+    assert chars[3] >= HEADER_BOLD * len("Outcome") + 2 - 0.01
+    assert chars[0] < 38 and round(sum(widths)) == 100

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from harness.errors import MeasurementError
+from harness.report import reasons
+from harness.report.i18n import translator
 from harness.stats import (
     CellDecision,
     Criteria,
@@ -227,10 +229,12 @@ def test_a_cleared_criterion_contradicted_later_is_not_decided() -> None:
     cleared = Estimate(0.40, 0.30, 0.50, Verdict.PASS)
     now = Estimate(0.10, 0.02, 0.18, Verdict.STOP_LOSS)
     gain = Estimate(0.33, 0.28, 0.38, Verdict.INCONCLUSIVE)
-    verdict, reason, signoff, final = c._combine(4, cleared, gain, {"drop": now, "gain": gain},
-                                                 {"drop": 4})
+    verdict, (reason, why), signoff, final = c._combine(
+        4, cleared, gain, {"drop": now, "gain": gain}, {"drop": 4})
     assert verdict is Verdict.INCONCLUSIVE and final and not signoff
     assert reason.startswith("drop cleared 0.25 at 4 pairs but its interval at 7 pairs")
+    assert why.code == "cell.not_stationary"
+    assert reasons.say(translator("en"), why) == reason  # the catalogue says it alike
 
 
 def test_a_final_earlier_look_is_kept() -> None:

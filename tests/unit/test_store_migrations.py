@@ -20,7 +20,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from harness.store import runs as store_runs
-from harness.store.db import Store, _alembic_config, make_engine
+from harness.store.db import Store, _alembic_config, known_revisions, make_engine
 from harness.store.schema import Base
 
 
@@ -75,7 +75,7 @@ def test_0005_keeps_old_runs_and_gives_each_its_own_uid(tmp_path: Path) -> None:
     path = tmp_path / "gate.db"
     store_at_0004(path, runs=3)
     store = Store(f"sqlite:///{path}")  # migrates on open
-    assert store.revision() == "0005"
+    assert store.revision() == known_revisions()[1]
     old = store_runs.runs(store)
     assert [(r.id, r.verdict, r.started_at) for r in old] == [
         (1, "PASS", 1.0), (2, "PASS", 2.0), (3, "PASS", 3.0)]
@@ -110,4 +110,34 @@ def test_0005_goes_back_to_0004_with_the_runs_kept(tmp_path: Path) -> None:
         kept = conn.exec_driver_sql("SELECT id, verdict FROM run").fetchall()
     assert "uid" not in columns and "overrides" not in columns and "plan" in columns
     assert kept == [(rid, "PASS")]
+    store.close()
+
+
+def test_0006_gives_old_checks_empty_details_and_goes_back(tmp_path: Path) -> None:
+    """A check stored before 0006 reads {} (the report shows its English as stored); a new
+    one keeps its reasons; going back to 0005 drops the column and keeps the rows."""
+    path = tmp_path / "gate.db"
+    store = Store(f"sqlite:///{path}")
+    rid = store_runs.start_gate_run(store, store_runs.NewRun(
+        campaign="c", site="s", customer="", kind="gate", gate="G1"))
+    store.close()
+    engine = make_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0005")
+    engine.dispose()
+    with sqlite3.connect(path) as db:
+        db.execute('INSERT INTO "check" (run_id, nodeid, name, outcome, message, expected, '
+                   "measured, stage, duration, finished_at) VALUES "
+                   "(?, 'a', 'a', 'PASS', '', '', '', 'call', 0, 0)", (rid,))
+    store = Store(f"sqlite:///{path}")
+    why = {"message": {"code": "g3.counters_reset"}}
+    store_runs.record_check(store, rid, nodeid="b", name="b", host=None, outcome="ERROR",
+                            details=why)
+    assert [c.details for c in store_runs.checks(store, rid)] == [{}, why]
+    with store.engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0005")
+    with store.engine.connect() as conn:
+        columns = [r[1] for r in conn.exec_driver_sql('PRAGMA table_info("check")')]
+        kept = conn.exec_driver_sql('SELECT nodeid FROM "check"').fetchall()
+    assert "details" not in columns and kept == [("a",), ("b",)]
     store.close()

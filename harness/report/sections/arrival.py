@@ -20,6 +20,8 @@ from harness.report.sections.base import (
     Context,
     Contribution,
     SectionBuilder,
+    expected_words,
+    measured_words,
     outcome_word,
     so_far,
 )
@@ -156,8 +158,8 @@ def build_g2(frames: RunFrames, ctx: Context) -> Contribution:
         for c in fio.itertuples(index=False):
             tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
             rows.append([str(c.host or "—"), str(c.nodeid).rsplit("[", 1)[-1].rstrip("]")
-                         .removeprefix(f"{c.host}-"), str(c.measured or "—"),
-                         str(c.expected or "—"), word])
+                         .removeprefix(f"{c.host}-"), measured_words(c, t),
+                         expected_words(c, t), word])
             tones.append(tone)
         extra.append((t("arrival.h_fio"), Table(
             columns=[t("col.host"), t("arrival.col_job"), t("col.measured"),
@@ -176,8 +178,8 @@ def _serving_table(frames: RunFrames, t: Translator) -> Table | None:
     rows, tones = [], []
     for c in checks.itertuples(index=False):  # a run in progress: grey, "so far"
         tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
-        rows.append([str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), str(c.measured or "—"),
-                     str(c.expected or "—"), word])
+        rows.append([str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), measured_words(c, t),
+                     expected_words(c, t), word])
         tones.append(tone)
     return Table(columns=[t("arrival.col_cell"), t("col.measured"), t("col.expected"),
                           t("col.outcome")], rows=rows, tones=tones)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.labels import check_label
 from harness.registry import GATE_IDS
-from harness.report import checkwords, fmt
+from harness.report import checkwords, fmt, reasons
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
@@ -28,7 +28,7 @@ from harness.report.model import (
     Section,
     Table,
 )
-from harness.verdict import RECORDED
+from harness.verdict import RECORDED, SIGNOFF_REASON
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,31 @@ def badge(run: RunInfo | None, gate: str, t: Translator) -> Badge:
                  counts=not run.partial)
 
 
-def run_notes(run: RunInfo, t: Translator) -> list[str]:
-    """Why a run has no verdict or a bad one, in plain words."""
+def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) -> str:
+    """The run's stored reason in the report's language. The runner writes it as the
+    first checks that did not pass, "label [host]: message; ..." (harness.runner): when
+    the stored English is exactly that, it is said again from the checks' reason codes;
+    anything else (a partial run, an infrastructure error, an older run) is shown as
+    stored."""
+    if run.reason == SIGNOFF_REASON:
+        return t("reason.cell.above_band")
+    if checks is None or checks.empty or not run.reason:
+        return run.reason
+    bad = [c for c in checks.itertuples(index=False)
+           if str(c.outcome) in ("STOP-LOSS", "ERROR", "INCONCLUSIVE") and c.message][:5]
+    host = [f" [{c.host}]" if c.host else "" for c in bad]
+    english = "; ".join(f"{check_label(run.gate, str(c.nodeid), str(c.name or c.nodeid))}"
+                        f"{h}: {c.message}" for c, h in zip(bad, host, strict=True))
+    if not bad or english != run.reason:
+        return run.reason
+    return t("reason.sep").join(t("reason.check", {"check": _label(c, run.gate, t), "host": h,
+                                                   "message": message_words(c, t)})
+                                for c, h in zip(bad, host, strict=True))
+
+
+def run_notes(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) -> list[str]:
+    """Why a run has no verdict or a bad one, in plain words (`checks`: the run's, to say
+    its reason in the report's language)."""
     notes = []
     if run.status == "RUNNING":
         notes.append(t("note.running", {"run": run.id, "heartbeat": fmt.when(run.heartbeat_at)}))
@@ -142,7 +165,7 @@ def run_notes(run: RunInfo, t: Translator) -> list[str]:
         notes.append(t("note.not_gate_error", {"reason": run.reason or "—"}))
     elif run.effective in ("ERROR", "INCONCLUSIVE", "STOP-LOSS") and run.reason:
         notes.append(t("note.reason", {"verdict": t.verdict(run.effective),
-                                       "reason": run.reason}))
+                                       "reason": run_reason(run, t, checks)}))
     elif run.effective == RECORDED and run.reason:
         notes.append(t("note.recorded", {"reason": run.reason}))
     if run.partial:
@@ -170,15 +193,36 @@ def _label(c: Any, gate: str | None, t: Translator) -> str:
                        checkwords.name(t, str(c.name or c.nodeid)))
 
 
+def _why(c: Any, key: str) -> object:
+    """The check's stored reason for `key` (message / expected / measured), if any."""
+    details = getattr(c, "details", None)
+    return details.get(key) if isinstance(details, dict) else None
+
+
+def expected_words(c: Any, t: Translator) -> str:
+    """What the check expected, in the report's language: its stored reason code, else
+    the stored English read back by checkwords (runs made before codes), else as stored."""
+    text = str(c.expected or "—")
+    return reasons.stored(t, _why(c, "expected"),
+                          checkwords.expected(t, str(c.name or ""), text))
+
+
+def measured_words(c: Any, t: Translator) -> str:
+    return reasons.stored(t, _why(c, "measured"), checkwords.measured(t, str(c.measured or "—")))
+
+
+def message_words(c: Any, t: Translator) -> str:
+    return reasons.stored(t, _why(c, "message"), str(c.message or "—"))
+
+
 def checks_table(checks: pd.DataFrame, t: Translator, run: RunInfo) -> Table:
     cols = [t("col.check"), t("col.host"), t("col.expected"), t("col.measured"),
             t("col.outcome")]
     rows, tones = [], []
     for c in checks.itertuples(index=False):
         tone, word = so_far(run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
-        rows.append([_label(c, run.gate, t), str(c.host or "—"),
-                     checkwords.expected(t, str(c.name or ""), str(c.expected or "—")),
-                     checkwords.measured(t, str(c.measured or "—")), word])
+        rows.append([_label(c, run.gate, t), str(c.host or "—"), expected_words(c, t),
+                     measured_words(c, t), word])
         tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
 
@@ -188,7 +232,7 @@ def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30,
     bad = checks[~checks["outcome"].isin(["PASS", "SKIPPED"])]
     if bad.empty:
         return None
-    rows = [[_label(c, gate, t), str(c.host or "—"), _clip(str(c.message or "—"), 400)]
+    rows = [[_label(c, gate, t), str(c.host or "—"), _clip(message_words(c, t), 400)]
             for c in bad.head(limit).itertuples(index=False)]
     return Table(columns=[t("col.check"), t("col.host"), t("col.message")], rows=rows,
                  tones=[str(o) for o in bad.head(limit)["outcome"]])
@@ -217,14 +261,13 @@ def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator,
     out = []
     for c in checks[checks["outcome"] == "STOP-LOSS"].head(limit).itertuples(index=False):
         values = {"check": _label(c, run.gate, t), "host": c.host,
-                  "expected": checkwords.expected(t, str(c.name or ""), str(c.expected or "—")),
-                  "measured": checkwords.measured(t, str(c.measured or "—"))}
+                  "expected": expected_words(c, t), "measured": measured_words(c, t)}
         key = "finding.check" if c.host else "finding.check_nohost"
         out.append(Finding(gate=gate, token="STOP-LOSS", text=t(key, values)))
     if not out:
         for c in checks[checks["outcome"] == "ERROR"].head(3).itertuples(index=False):
             values = {"check": _label(c, run.gate, t), "host": c.host,
-                      "message": _clip(str(c.message or "—"), 200)}
+                      "message": _clip(message_words(c, t), 200)}
             key = "finding.check_error" if c.host else "finding.check_error_nohost"
             out.append(Finding(gate=gate, token="ERROR", text=t(key, values)))
     return out

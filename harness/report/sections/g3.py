@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.config.models import G3Thresholds
-from harness.report import fmt, plots
+from harness.report import fmt, plots, reasons, simtime
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
@@ -106,18 +106,22 @@ def cells_table(frames: RunFrames, cells: pd.DataFrame, ctx: Context) -> Table:
             t("col.thr_base"), t("col.thr_acc"), f"{t('col.gain')} ({label})", t("col.n"),
             t("col.reps"), t("col.verdict")]
     rows, tones = [], []
+    factor = simtime.speed(frames)  # a simulated run: modelled times beneath
     for c in cells.itertuples(index=False):
         tone, word = _cell_word(frames, c, t)
-        rows.append([str(c.tier), fmt.seconds(_f(c.ttft_p50_baseline)),
-                     fmt.seconds(_f(c.ttft_p50_accelerated)),
+        rows.append([str(c.tier), simtime.seconds(_f(c.ttft_p50_baseline), factor, t),
+                     simtime.seconds(_f(c.ttft_p50_accelerated), factor, t),
                      fmt.pct(_f(c.drop)) + "\n" + fmt.interval_pct_short(_f(c.drop_lo),
                                                                   _f(c.drop_hi)),
-                     fmt.rate(_f(c.thr_baseline)), fmt.rate(_f(c.thr_accelerated)),
+                     simtime.rate(_f(c.thr_baseline), factor, t),
+                     simtime.rate(_f(c.thr_accelerated), factor, t),
                      fmt.pct(_f(c.gain)) + "\n" + fmt.interval_pct_short(_f(c.gain_lo),
                                                                   _f(c.gain_hi)),
                      # two lines like the intervals: one "1,024 / 1,024" line squeezed
                      # the columns beside it
-                     f"{c.n_baseline} /\n{c.n_accelerated}", str(c.repetitions), word])
+                     f"{c.n_baseline} /\n{c.n_accelerated}", str(c.repetitions),
+                     # "无法判定\n(INCONCLUSIVE)": one unbroken line ran past the table
+                     word.replace(" (", "\n(", 1)])
         tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
 
@@ -175,8 +179,12 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
             hi.append(b)
         groups.append(plots.Bars(label=_arm(t, arm), values=vals, lo=lo, hi=hi,
                                  colour=plots.ARM_COLOURS[arm]))
-    thr = [plots.Bars(label=_arm(t, arm), values=_col(cells, f"thr_{arm}"),
-                      colour=plots.ARM_COLOURS[arm]) for arm in ("baseline", "accelerated")]
+    thr = []
+    for arm in ("baseline", "accelerated"):
+        spans = [rep_range(c, arm) for c in cells.itertuples(index=False)]
+        thr.append(plots.Bars(label=_arm(t, arm), values=_col(cells, f"thr_{arm}"),
+                              lo=[s[0] for s in spans], hi=[s[1] for s in spans],
+                              colour=plots.ARM_COLOURS[arm]))
     crit = [plots.Bars(label=t("col.drop"), values=_col(cells, "drop"),
                        lo=_col(cells, "drop_lo"), hi=_col(cells, "drop_hi")),
             plots.Bars(label=t("col.gain"), values=_col(cells, "gain"),
@@ -191,8 +199,17 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
                              ylabel="", hlines=lines, percent=True)]
     out.append(Plot(title=t("plot.by_tier", {"layout": layout}),
                     data_uri=plots.bar_panels(ctx.fonts, panels),
-                    caption=t("plot.p50_caption") + " " + t("plot.crit_caption")))
+                    caption=t("plot.bars_caption")))
     return out
+
+
+def rep_range(cell: Any, arm: str) -> tuple[float, float]:
+    """Lowest and highest throughput of the cell's repetitions for one arm (the decision
+    stores them in details.per_rep); NaN when the run stored none (no whisker drawn)."""
+    details = cell.details if isinstance(cell.details, dict) else {}
+    per = ((details.get("per_rep") or {}).get(arm) or {}).get("throughput") or []
+    vals = [x for v in per if (x := _f(v)) is not None and np.isfinite(x)]
+    return (min(vals), max(vals)) if vals else (float("nan"), float("nan"))
 
 
 def _col(cells: pd.DataFrame, name: str) -> list[float]:
@@ -244,7 +261,7 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
         if str(c.verdict) == "PASS" or _signed_above_band(frames, c):
             continue
         where = f"{c.layout} · c={c.tier}"
-        values = {"layout": c.layout, "tier": c.tier, "reason": c.reason or "—",
+        values = {"layout": c.layout, "tier": c.tier, "reason": reasons.cell(t, c),
                   "verdict": t.verdict(str(c.verdict))}
         said = False
         if (t("crit.drop", {"where": where}), "STOP-LOSS") in by_where:
@@ -271,7 +288,7 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     th = thresholds(run.config_json)
-    notes = run_notes(run, t)
+    notes = [*run_notes(run, t, frames.checks), *simtime.note(simtime.speed(frames), t)]
     tables: list[tuple[str, Table]] = []
     # The cells have their own table and plots: under "Preflight" only the preflight checks.
     preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(

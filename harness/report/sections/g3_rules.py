@@ -17,7 +17,7 @@ import pandas as pd
 
 from harness.config.decision import criteria_for
 from harness.config.models import CRITERIA, G3Thresholds
-from harness.report import fmt
+from harness.report import fmt, reasons
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Table
@@ -72,7 +72,7 @@ def rule_lines(frames: RunFrames, cells: pd.DataFrame, th: G3Thresholds,
 
 
 def rules_table(cells: pd.DataFrame, t: Translator) -> Table:
-    rows = [[str(c.layout), str(c.tier), str(c.reason or "—"), interval_text(c, t)]
+    rows = [[str(c.layout), str(c.tier), reasons.cell(t, c), interval_text(c, t)]
             for c in cells.itertuples(index=False)]
     # no tones: its last column says how, not what was decided (the cells table does)
     return Table(columns=[t("col.layout"), t("col.tier"), t("col.reason"), t("col.intervals")],

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from harness.report import fmt, plots
+from harness.report import fmt, plots, simtime
 from harness.report.frames import WINDOW_PREFIX, RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Plot, Section, Table
@@ -66,13 +66,15 @@ def phase_stats(frames: RunFrames) -> pd.DataFrame:
     return grouped.reset_index()
 
 
-def phases_table(stats: pd.DataFrame, t: Translator) -> Table:
+def phases_table(stats: pd.DataFrame, t: Translator, factor: float | None = None) -> Table:
+    """`factor`: a simulated run's speed: modelled times beneath the measured ones."""
     cols = [t("col.phase"), t("col.arm"), t("col.layout"), t("col.tier"), t("col.phases"),
             t("col.requests"), t("col.failed"), t("col.ttft_p50"), t("col.ttft_p99"),
             t("col.throughput")]
     rows = [[str(r.phase), str(r.arm or "—"), str(r.layout or "—"), str(r.tier),
              fmt.number(r.phases), fmt.number(r.requests), fmt.number(r.failed),
-             fmt.seconds(r.p50), fmt.seconds(r.p99), fmt.rate(r.throughput)]
+             simtime.seconds(r.p50, factor, t), simtime.seconds(r.p99, factor, t),
+             simtime.rate(r.throughput, factor, t)]
             for r in stats.itertuples(index=False)]
     return Table(columns=cols, rows=rows)
 
@@ -109,7 +111,7 @@ def t_metric(t: Translator, key: str) -> str:
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     gate = run.gate or run.kind  # bench / import runs have no gate
-    notes = run_notes(run, t)
+    notes = run_notes(run, t, frames.checks)
     tables: list[tuple[str, Table]] = []
     checks = frames.checks
     if checks.empty:
@@ -125,7 +127,9 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         tables.append((t("h.events"), events))
     stats = phase_stats(frames)
     if not stats.empty:
-        tables.append((t("h.phases"), phases_table(stats, t)))
+        factor = simtime.speed(frames)
+        notes += simtime.note(factor, t)
+        tables.append((t("h.phases"), phases_table(stats, t, factor)))
     b = badge(run, gate, t)
     title = gate_title(t, gate) if is_gate(run) else kind_title(t, run.kind)
     section = Section(kind="checks", template=GENERIC.template, gate=gate,

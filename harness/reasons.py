@@ -1,0 +1,146 @@
+"""Reasons as data: a stable code and its parameters, stored beside the English sentence.
+
+The gates write their reasons in English (the CLI, the logs and runs stored before this
+existed read them that way). A customer who reads the report in Chinese needs the same
+reason in Chinese, and parsing English sentences back is brittle. So where a reason is
+made, it is also recorded as a `Reason`: `code` names a catalogue entry
+(`reason.<code>` in reports/i18n/{en,zh}.yaml), `params` fill its placeholders.
+
+A parameter is a plain value (numbers already formatted as shown: "0.275", "2%") or a
+nested `Reason` (said in the reader's language too). `parts` fill `{parts}`: a list of
+reasons joined with the catalogue's separator ("; " / "；"). Parameters named `arm` and
+`criterion` are words the report translates (`arm.<value>`, `reason.criterion.<value>`).
+
+`CODES` lists every code with its placeholders: a unit test holds every catalogue to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+Param: TypeAlias = "str | int | float | Reason"
+ReasonJSON: TypeAlias = "dict[str, object]"
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+    parts: tuple[Reason, ...] = ()
+
+    def as_json(self) -> ReasonJSON:
+        out: ReasonJSON = {"code": self.code}
+        if self.params:
+            out["params"] = {k: v.as_json() if isinstance(v, Reason) else v
+                             for k, v in self.params.items()}
+        if self.parts:
+            out["parts"] = [p.as_json() for p in self.parts]
+        return out
+
+
+def text(value: str) -> Reason:
+    """Words that have no code (a server's own message, an older check's text): shown as
+    they are in every language."""
+    return Reason("text", {"text": value})
+
+
+def from_json(value: object) -> Reason | None:
+    """The stored form back as a Reason; None for anything that is not one (old runs)."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("code"), str):
+        return None
+    params: dict[str, Param] = {}
+    raw = value.get("params")
+    if isinstance(raw, Mapping):
+        for k, v in raw.items():
+            nested = from_json(v)
+            if nested is not None:
+                params[str(k)] = nested
+            elif isinstance(v, str | int | float) and not isinstance(v, bool):
+                params[str(k)] = v
+            else:
+                return None
+    parts: list[Reason] = []
+    for p in value.get("parts") or []:
+        nested = from_json(p)
+        if nested is None:
+            return None
+        parts.append(nested)
+    return Reason(str(value["code"]), params, tuple(parts))
+
+
+# code -> its placeholders ("parts" when it joins a list). The catalogues' entries must
+# have exactly these (tests/unit/test_reasons.py).
+CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    "text": {"text"},
+    "stage": {"stage", "reason"},  # a MeasurementError's "stage X: ..." prefix
+    "check": {"check", "host", "message"},  # one check in a run's reason (harness.runner)
+    # harness.stats.decision: a cell's decision
+    "cell.estimate": {"criterion", "value", "lo", "hi", "threshold"},
+    "cell.estimate_at": {"criterion", "value", "lo", "hi", "threshold", "pairs"},
+    "cell.below": {"parts"},
+    "cell.both_clear": {"parts"},
+    "cell.only_clears": {"criterion", "parts"},
+    "cell.straddles": {"parts"},
+    "cell.next_look": {"pairs"},
+    "cell.last_look": {"pairs"},
+    "cell.above_band": set(),
+    "cell.not_stationary": {"criterion", "threshold", "at", "pairs"},
+    "cell.rep_failed": {"arm", "rep", "failed", "total", "share"},
+    "cell.no_tokens": {"arm"},
+    "cell.stop_loss": {"reason"},
+    # harness.g3.rules / session: why a cell cannot be decided or compared
+    "g3.client_saturated": {"arm", "detail"},
+    "g3.requests_failed": {"arm", "failed", "total", "share"},
+    "g3.requests_failed_first": {"arm", "failed", "total", "share", "first"},
+    "g3.length_not_fixed": {"arm", "early", "completed", "fixed"},
+    "g3.length_not_fixed_unsent": {"arm", "early", "completed", "fixed"},
+    "g3.tokens_disagree": {"arm", "fixed", "disagree", "completed", "share"},
+    "g3.counters_reset": set(),
+    "g3.not_cold": {"arm"},
+    "g3.not_verified": {"arm"},
+    "g3.not_cold_local": {"arm", "share"},
+    "g3.no_tier_counter": set(),
+    "g3.low_external_share": {"share", "min"},
+    "g3.contaminated_tokens": {"tokens"},
+    "g3.contaminated_store": {"objects"},
+    "g3.storage_not_read": set(),
+    "g3.counted_not_read": {"share"},
+    "g3.storage_errors": {"error"},
+    "g3.no_storage_evidence": set(),
+    "g3.storage_below_kv": {"read", "min", "expected"},
+    "g3.store_found_nothing": set(),
+    "g3.store_below_kv": {"served", "min", "expected"},
+    "g3.storage_contaminated": {"baseline", "accelerated"},
+    "g3.budget": set(),
+    "g3.not_compared": {"parts"},
+    "g3.not_comparable": {"parts"},
+    "g3.model_differs": {"what", "baseline", "accelerated"},
+    "g3.instance_model": {"arm", "instance", "model", "serves"},
+    "g3.instance_tp": {"arm", "instance", "tp", "layout", "declared"},
+    "g3.instance_count": {"arm", "answered", "declared"},
+    "g3.engines_differ": {"detail"},
+    "g3.engines_unverified": {"detail"},
+    # G3 check expectations and measurements
+    "g3.cell_expected": {"drop", "gain", "top", "confidence"},
+    "g3.cell_measured": {"drop", "drop_lo", "drop_hi", "gain", "gain_lo", "gain_hi",
+                         "pairs"},
+    # G1 / G2 checks
+    "g1.missed": {"host", "item", "expected", "found", "parts"},
+    "g1.gpu_link_expected": set(),
+    "g1.gpu_link_narrow": {"gpu", "width", "max"},
+    "g2.fio_below": {"host", "target", "job", "value", "unit", "expected"},
+    "g2.fio_expected_min": {"value", "unit", "fraction", "spec"},
+    "g2.fio_expected_p99": {"bound", "spec", "fraction"},
+    "g2.fio_no_figure": {"unit"},
+    "g2.fio_no_figure_p99": set(),
+    "g2.serving_expected": {"reps", "failed", "cv"},
+    "g2.serving_measured": {"reps", "ttft", "ttft_cv", "thr", "thr_cv", "prefill", "failed"},
+    "g2.serving_missed": {"cell", "parts"},
+    "g2.serving_undecided": {"cell", "parts"},
+    "g2.failed_share": {"share", "requests", "max"},
+    "g2.ttft_cv_high": {"value", "max"},
+    "g2.throughput_cv_high": {"value", "max"},
+    "g2.rep_saturated": {"rep", "detail"},
+}.items()}
