@@ -3,13 +3,14 @@
 Each returns a Finding whose `problems` name what is wrong in words a field engineer acts
 on ("2 of 8 GPUs ...", "GPU 0000:17:00.0 link x8 of x16"); no problem means the item is as
 ordered. Whether a missing output is an ERROR is the caller's business, not decided here.
+The health checks are in harness/g1/health.py, `Finding` in finding.py; both are
+re-exported here, so a suite reads every judge as `judge.NAME`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from harness.config.models import (
@@ -21,46 +22,19 @@ from harness.config.models import (
     VolumeBom,
     WeightsBom,
 )
+from harness.g1.finding import Finding, missed
+from harness.g1.health import gpu_ecc, gpu_link, ib_ports, nvme_smart, pcie, unjudged, xid
 from harness.probes.gpu_health import GdsCheck
-from harness.probes.lspci import PciDevice
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
-from harness.probes.nvidia_smi import Gpu, NvidiaSmiLog
-from harness.probes.nvme import NvmeNamespace, SmartLog, Subsystem
-from harness.reasons import Reason, text
+from harness.probes.nvidia_smi import NvidiaSmiLog
+from harness.probes.nvme import NvmeNamespace, Subsystem
+
+__all__ = ["Finding", "at_least", "gds", "gpu", "gpu_ecc", "gpu_link", "ib_ports", "missed",
+           "nic_eth", "nic_ib", "nvme", "nvme_smart", "os_release", "pci_address",
+           "pcie", "software", "unjudged", "version_tuple", "volume", "weights", "xid"]
 
 GB = 1e9
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Finding:
-    expected: str
-    found: str
-    problems: tuple[str, ...] = ()
-    facts: dict[str, object] = field(default_factory=dict)  # serials, versions: host facts
-    # Health checks: how many devices were actually read, and what should have been read
-    # and was not (None for items, whose count problems say it). The caller makes a check
-    # that read nothing, or not everything it needed, an ERROR: never a PASS.
-    checked: int | None = None
-    unread: tuple[str, ...] = ()
-    # The same words as codes + parameters (harness.reasons), where a judge gives them:
-    # the report says them in its language; one per problem, in order.
-    expected_why: Reason | None = None
-    problem_whys: tuple[Reason, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def missed(host: str, item: str, f: Finding) -> Reason:
-    """The STOP-LOSS message of a missed item ("{host} {item}: {problems} (expected ...;
-    found ...)") as a Reason; problems without a code are said as written."""
-    parts = f.problem_whys if len(f.problem_whys) == len(f.problems) else \
-        tuple(text(p) for p in f.problems)
-    return Reason("g1.missed", {"host": host, "item": item,
-                                "expected": f.expected_why or text(f.expected),
-                                "found": f.found}, parts)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -282,143 +256,3 @@ def weights(bom: WeightsBom, sizes: Mapping[str, int], digests: Mapping[str, str
     return Finding(f"{len(bom.manifest)} files, {total / GB:.2f} GB, as the manifest",
                    f"{len(sizes)} of {len(bom.manifest)} files present, "
                    f"{len(bom.manifest) - len(problems)} matching", tuple(problems))
-
-
-# -- health ---------------------------------------------------------------------------
-def _ecc_read(g: Gpu) -> bool:
-    """ECC reported off (nothing to count: shown as such), or its uncorrectable counter read.
-    N/A (a MIG instance, a GPU without ECC, a driver that hides it) is not a reading."""
-    return g.ecc_enabled is False or g.ecc_volatile_uncorrectable is not None
-
-
-def gpu_ecc(log: NvidiaSmiLog) -> Finding:
-    problems = []
-    for g in log.gpus:
-        if g.ecc_volatile_uncorrectable:
-            problems.append(f"GPU {g.pci_bus_id}: {g.ecc_volatile_uncorrectable} uncorrectable "
-                            "ECC errors since boot")
-        if g.retired_pages:
-            problems.append(f"GPU {g.pci_bus_id}: {g.retired_pages} retired pages")
-        if g.retirement_pending or g.remap_failure:
-            problems.append(f"GPU {g.pci_bus_id}: page retirement pending or row remap failed")
-        if g.remapped_rows_uncorrectable:
-            problems.append(f"GPU {g.pci_bus_id}: {g.remapped_rows_uncorrectable} rows remapped "
-                            "for uncorrectable errors")
-    found = "; ".join(
-        f"{g.pci_bus_id} ECC {'on' if g.ecc_enabled else 'off' if g.ecc_enabled is False else '-'}"
-        f" unc {g.ecc_volatile_uncorrectable if g.ecc_volatile_uncorrectable is not None else '-'}"
-        f" retired {g.retired_pages if g.retired_pages is not None else '-'}" for g in log.gpus)
-    unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus if not _ecc_read(g))
-    return Finding("no uncorrectable ECC errors, retired pages or failed remaps",
-                   found or "no GPU", tuple(problems), checked=len(log.gpus) - len(unread),
-                   unread=unread)
-
-
-def gpu_link(log: NvidiaSmiLog) -> Finding:
-    """Width against capability; a lower link *generation* at idle is power saving."""
-    narrow = [g for g in log.gpus
-              if g.link_width_current is not None and g.link_width_max is not None
-              and g.link_width_current < g.link_width_max]
-    problems = [f"GPU {g.pci_bus_id}: PCIe link x{g.link_width_current} of "
-                f"x{g.link_width_max}" for g in narrow]
-    found = "; ".join(f"{g.pci_bus_id} x{g.link_width_current or '?'}/x{g.link_width_max or '?'}"
-                      f" gen{g.link_gen_current or '?'}/{g.link_gen_max or '?'}"
-                      for g in log.gpus)
-    unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus
-                   if g.link_width_current is None or g.link_width_max is None)
-    return Finding("every GPU link at its full width", found or "no GPU", tuple(problems),
-                   checked=len(log.gpus) - len(unread), unread=unread,
-                   expected_why=Reason("g1.gpu_link_expected"),
-                   problem_whys=tuple(Reason("g1.gpu_link_narrow", {
-                       "gpu": g.pci_bus_id, "width": f"x{g.link_width_current}",
-                       "max": f"x{g.link_width_max}"}) for g in narrow))
-
-
-_XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")
-
-
-def xid(kernel_log: str) -> Finding:
-    events = _XID.findall(kernel_log)
-    problems = tuple(f"Xid {code} on {where}" for where, code in
-                     sorted(set(events), key=lambda e: (e[0], int(e[1]))))
-    return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems)
-
-
-# Classes whose physical functions are always PCIe endpoints with a link: one of them
-# without a readable LnkSta (`Capabilities: <access denied>`) is a link not checked.
-_LINKED = ("3D controller", "Non-Volatile memory controller", "Infiniband controller",
-           "Ethernet controller")
-
-
-def pcie(devices: Sequence[PciDevice]) -> Finding:
-    narrow = [d for d in devices if d.width_below_capability]
-    checked = [d for d in devices if not d.virtual_function and d.link_width is not None]
-    unread = tuple(f"{d.address} {d.description[:48]}" for d in devices
-                   if d.kind in _LINKED and not d.virtual_function and d.link_width is None)
-    problems = tuple(f"{d.address} {d.description[:48]}: PCIe link x{d.link_width} of "
-                     f"x{d.link_width_max}" for d in narrow)
-    vfs = sum(1 for d in devices if d.virtual_function)
-    return Finding("every PCIe link at its full width (virtual functions skipped)",
-                   f"{len(checked)} links checked, {len(narrow)} narrow, {vfs} VFs skipped",
-                   problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}},
-                   checked=len(checked), unread=unread)
-
-
-def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
-    """`logs`: the smart-log of every drive `nvme list` found (none: nothing was judged)."""
-    problems = []
-    for dev, log in sorted(logs.items()):
-        if log.critical_warning:
-            problems.append(f"{dev}: critical warning 0x{log.critical_warning:02x}")
-        if log.media_errors:
-            problems.append(f"{dev}: {log.media_errors} media errors")
-    found = "; ".join(f"{d} warn {s.critical_warning if s.critical_warning is not None else '-'}"
-                      f" media {s.media_errors if s.media_errors is not None else '-'}"
-                      f" used {s.percent_used if s.percent_used is not None else '-'}%"
-                      for d, s in sorted(logs.items()))
-    unread = tuple(d for d, s in sorted(logs.items())
-                   if s.critical_warning is None or s.media_errors is None)
-    return Finding("no critical warning, no media errors", found or "no drive", tuple(problems),
-                   checked=len(logs) - len(unread), unread=unread)
-
-
-def ib_ports(cas: Sequence[IbDevice]) -> Finding:
-    down = [f"{c.name} port {p.number}: {p.state or '?'} ({p.physical_state or '-'})"
-            for c in cas for p in c.ports if not p.up]
-    total = sum(len(c.ports) for c in cas)
-    return Finding("every port Active", f"{total - len(down)} of {total} ports Active",
-                   tuple(down), checked=total)
-
-
-# health check -> (what it reads, what "nothing there" means)
-_READS = {
-    "gpu-ecc": ("an uncorrectable ECC counter", "no GPU in nvidia-smi's output"),
-    "gpu-link": ("its PCIe link width", "no GPU in nvidia-smi's output"),
-    "pcie": ("its link status", "no device showed LnkSta: capabilities unreadable "
-             "(lspci needs root)"),
-    "nvme-smart": ("a SMART log", "nvme list found no drive"),
-    "ib-ports": ("a port", "no port on the ordered HCAs"),
-}
-
-
-def unjudged(key: str, finding: Finding) -> str | None:
-    """Why a health check cannot stand as a PASS (None when it read what it needed): it
-    read nothing, or some device it had to read reported N/A. A measurement that did not
-    happen is an ERROR, never a PASS."""
-    if finding.checked is None:
-        return None
-    what, empty = _READS.get(key, ("a value", "nothing was read"))
-    if finding.checked == 0:
-        cause = (f"none of {len(finding.unread)} reported {what} "
-                 f"(N/A on all {len(finding.unread)}: {_some(finding.unread)})"
-                 if finding.unread else empty)
-        return f"{key}: {cause}: cannot judge"
-    if finding.unread:
-        return (f"{key}: {_some(finding.unread)} reported no {what} (N/A; "
-                f"{finding.checked} read): cannot judge them")
-    return None
-
-
-def _some(names: Sequence[str], limit: int = 4) -> str:
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more"
-                                        if len(names) > limit else "")
