@@ -152,6 +152,7 @@ class LoadHealth(Frozen):
     # phase's wall time (a share, because --speed scales every modelled duration): past
     # it the phase measured the host, not the model (a real engine exposes no such
     # counter). The demo on a busy 2-core machine shows 1-13 %; 25 % leaves CI room.
+    # G3 tightens it to 10 % (harness/g3/records.py: G3_MAX_SIM_LAG_SHARE).
     max_sim_lag_share: float = Field(default=0.25, gt=0, le=1)
 
 

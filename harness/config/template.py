@@ -71,7 +71,7 @@ COMMENTS: dict[str, str] = {
     "load.health.max_process_cpu": "the load generator's CPU, share of one core",
     "load.health.max_host_cpu": "the whole host's CPU, share of all cores (1.0: not judged)",
     "load.health.max_sim_lag_share": "a simulated engine's worst wake behind its schedule, "
-                                     "share of the phase",
+                                     "share of the phase (G3 uses at most 0.10)",
     "workload": "what each load phase asks",
     "workload.kind": "doc-qa: long documents, then a question on each (cold KV recovery)",
     "workload.doc_tokens": "tokens of each document",
