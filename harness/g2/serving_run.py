@@ -24,13 +24,12 @@ from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
 from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
-from harness.g3.phase_checks import ended_in_time, measured_something
+from harness.g3.phase_checks import ended_in_time, load_endpoints, measured_something
 from harness.g3.plan import Cell, doc_seed, docs_for
 from harness.g3.records import phase_params, phase_spec
 from harness.g3.session import REMEASURES, GateRun
 from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
-from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.store import Store
@@ -161,9 +160,9 @@ class ServingBaseline:
         urls = [ep.url for ep in eps]
         specs = list(docs.specs)
         ignore_eos = self._ignore_eos()
-        spec = phase_spec(cfg, cell.tier,
-                          [LoadEndpoint(url=ep.url, model=cfg.model.name, instance=ep.instance)
-                           for ep in eps], specs, ignore_eos)
+        # the site's simulator bound, not G3's tighter one (records.G3_MAX_SIM_LAG_SHARE)
+        spec = phase_spec(cfg, cell.tier, load_endpoints(eps, cfg.model.name), specs,
+                          ignore_eos, sim_lag_cap=None)
         writer = PhaseWriter(self.gate.store, self.gate.run_id,
                              PhaseKey(ARM, cell.layout.name, cell.tier, max(rep, 0), phase),
                              params=phase_params(specs, urls, cfg, docs, ignore_eos))

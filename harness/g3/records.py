@@ -91,15 +91,15 @@ G3_MAX_SIM_LAG_SHARE = 0.10
 
 def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
                specs: list[RequestSpec], ignore_eos: bool = True,
-               max_sim_lag_share: float | None = None) -> PhaseSpec:
+               sim_lag_cap: float | None = G3_MAX_SIM_LAG_SHARE) -> PhaseSpec:
     """A G3 phase (warm or measured, the same documents): closed loop at the tier, every
     request asking the fixed output length, stopped past gates.g3.phase_timeout, its
-    client judged by load.health (its simulator bound tightened to max_sim_lag_share
-    when given)."""
+    client judged by load.health, its simulator bound tightened to sim_lag_cap (None:
+    the site's bound as it is)."""
     health = HealthBounds.from_dict(cfg.load.health.model_dump())
-    if max_sim_lag_share is not None:
+    if sim_lag_cap is not None:
         health = replace(health, max_sim_lag_share=min(health.max_sim_lag_share,
-                                                       max_sim_lag_share))
+                                                       sim_lag_cap))
     return PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs), concurrency=tier,
                      api=cfg.workload.api, timeout=cfg.load.timeout,
                      phase_timeout=cfg.gates.g3.phase_timeout,

@@ -36,7 +36,6 @@ from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
 from harness.g3.preflight import Preflight, exposes_external, model_card
 from harness.g3.problems import Problem, ProblemKind
 from harness.g3.records import (
-    G3_MAX_SIM_LAG_SHARE,
     ArmRep,
     completed_prompt_tokens,
     completed_reps,
@@ -230,7 +229,7 @@ class G3Session:
                                                          engine))
 
             spec = phase_spec(cfg, cell.tier, load_endpoints(eps, cfg.model.name), specs,
-                              ignore_eos, max_sim_lag_share=G3_MAX_SIM_LAG_SHARE)
+                              ignore_eos)
 
             def shown(phase: str, sink: OnBatch) -> OnBatch:
                 self.phases_started += 1

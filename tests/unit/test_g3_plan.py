@@ -188,15 +188,13 @@ def test_a_replaced_process_proves_a_restart_where_metrics_cannot() -> None:
 
 
 def test_g3_phases_measure_again_past_a_ten_percent_simulator_stall() -> None:
-    """G3 tightens load.health's simulator bound to 10 % and never loosens it; G2 (no
-    bound given) keeps the site's."""
-    from harness.g3.records import G3_MAX_SIM_LAG_SHARE, phase_spec
+    """G3 tightens load.health's simulator bound to 10 % and never loosens it; G2
+    (sim_lag_cap=None) keeps the site's."""
+    from harness.g3.records import phase_spec
 
     site = config()
-    assert phase_spec(site, 4, [], []).health.max_sim_lag_share == 0.25
-    tightened = phase_spec(site, 4, [], [], max_sim_lag_share=G3_MAX_SIM_LAG_SHARE)
-    assert tightened.health.max_sim_lag_share == 0.10
+    assert phase_spec(site, 4, [], [], sim_lag_cap=None).health.max_sim_lag_share == 0.25
+    assert phase_spec(site, 4, [], []).health.max_sim_lag_share == 0.10
     stricter = site.model_copy(update={"load": site.load.model_copy(update={
         "health": site.load.health.model_copy(update={"max_sim_lag_share": 0.05})})})
-    assert phase_spec(stricter, 4, [], [],
-                      max_sim_lag_share=G3_MAX_SIM_LAG_SHARE).health.max_sim_lag_share == 0.05
+    assert phase_spec(stricter, 4, [], []).health.max_sim_lag_share == 0.05
