@@ -39,6 +39,24 @@ class Preflight:
                       for u in self.unreadable]
         return [*self.card_problems, *differ, *unverified]
 
+    def card_values(self, arm: str, key: str) -> list[str]:
+        """The distinct values of one model-card key over the arm's instances."""
+        return sorted({str(c.get(key)) for c in self.cards.get(arm, []) if c.get(key)})
+
+    def honours_ignore_eos(self, arm: str) -> bool:
+        """Does every engine found on this arm honour ignore_eos? (True when none was
+        named: the old behaviour, and the length check still guards.)"""
+        from harness.loadgen.engines import PROFILES
+
+        return all(PROFILES[n].ignore_eos for n in self.card_values(arm, "engine")
+                   if n in PROFILES)
+
+    def engine_names(self, arm: str) -> dict[str, str]:
+        """engine and engine_version of the arm's instances."""
+        names, versions = self.card_values(arm, "engine"), self.card_values(arm, "version")
+        return {k: ", ".join(v) for k, v in (("engine", names), ("engine_version", versions))
+                if v}
+
 
 def _mapping(value: object) -> dict[str, object]:
     return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}

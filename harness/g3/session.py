@@ -166,26 +166,6 @@ class G3Session:
         self.preflights[layout.name] = result
         return result
 
-    def _card_values(self, arm: str, layout: Layout, key: str) -> list[str]:
-        pre = self.preflights.get(layout.name)
-        cards = pre.cards.get(arm, []) if pre else []
-        return sorted({str(c.get(key)) for c in cards if c.get(key)})
-
-    def honours_ignore_eos(self, arm: str, layout: Layout) -> bool:
-        """Does every engine preflight found on this arm honour ignore_eos? (True when
-        preflight named none: the old behaviour, and the length check still guards.)"""
-        from harness.loadgen.engines import PROFILES
-
-        return all(PROFILES[n].ignore_eos for n in self._card_values(arm, layout, "engine")
-                   if n in PROFILES)
-
-    def engine_names(self, arm: str, layout: Layout) -> dict[str, str]:
-        """engine and engine_version of the arm's instances, as preflight read them."""
-        names = self._card_values(arm, layout, "engine")
-        versions = self._card_values(arm, layout, "version")
-        return {k: ", ".join(v) for k, v in (("engine", names), ("engine_version", versions))
-                if v}
-
     # -- one arm, one repetition ---------------------------------------------------------
     def workload(self, cell: Cell, rep: int, tokenize_url: str) -> Workload:
         """The pair's documents, calibrated to exact token counts with the engine's own
@@ -219,8 +199,9 @@ class G3Session:
         try:
             docs = workload or self.workload(cell, rep, eps[0].url)
             specs = list(docs.specs)
-            ignore_eos = self.honours_ignore_eos(arm, layout)
-            engine = self.engine_names(arm, layout)
+            pre = self.preflights.get(layout.name)  # what preflight read of the engines
+            ignore_eos = pre.honours_ignore_eos(arm) if pre else True
+            engine = pre.engine_names(arm) if pre else {}
 
             def begin(phase: str) -> PhaseWriter:
                 return storage.PhaseWriter(store, run_id,
