@@ -112,9 +112,16 @@ class AttemptInfo:
 
 
 def _read(store: Store, query: Select[*tuple[Any, ...]]) -> pd.DataFrame:
+    """The query as a frame. A NULL in a text column stays None: pandas 3 reads text as
+    a string dtype whose NULL is NaN, which is truthy, so `c.host or "—"` printed "nan"
+    for a check without a host."""
     import pandas as pd
 
-    return pd.read_sql(query, store.engine)
+    frame = pd.read_sql(query, store.engine)
+    for col in frame.columns:
+        if pd.api.types.is_string_dtype(frame[col]) or frame[col].dtype == object:
+            frame[col] = frame[col].astype(object).where(frame[col].notna(), None)
+    return frame
 
 
 def run_info(store: Store, run_id: int) -> RunInfo:

@@ -38,3 +38,18 @@ def test_events_facts_and_resume_bookkeeping_land_on_the_run(tmp_path: Path) -> 
         "FINISHED", "FINISHED", "SUPERSEDED"]
     assert theirs.events.empty and theirs.facts.empty
     store.close()
+
+
+def test_a_check_without_a_host_reads_back_as_none_not_nan(tmp_path: Path) -> None:
+    """pandas 3 reads text columns with NaN for NULL, and NaN is truthy: the report
+    printed "nan" as the host of G1's clocks check."""
+    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    run = store_runs.start_run(store, store_runs.NewRun(campaign="c", site="s", customer="",
+                                                        kind="gate", gate="G1"))
+    for nodeid, host in (("a", "gpu1"), ("b", None)):
+        store_runs.record_check(store, run, nodeid=nodeid, name="test_x", host=host,
+                                outcome="PASS")
+    checks = run_tables(store, run).checks
+    assert checks["host"].tolist() == ["gpu1", None]
+    assert [c.host or "—" for c in checks.itertuples(index=False)] == ["gpu1", "—"]
+    store.close()
