@@ -1,8 +1,9 @@
 """Remove secrets from a config snapshot before it goes into a customer document.
 
 A key is secret when one of its `_`/`-`/`.` separated words is password, passwd, secret or
-token (so `hf_token` goes, `max_tokens` stays), or it contains api_key / apikey /
-key_passphrase. Credentials inside URLs (`scheme://user:pw@host`) are masked too.
+passphrase, or its last word is token (so `hf_token` goes, `max_tokens` and the decision
+setting `max_token_disagreement` stay), or it contains api_key / apikey / key_passphrase.
+Credentials inside URLs (`scheme://user:pw@host`) are masked too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from typing import Any
 
 REDACTED = "***redacted***"
-_WORDS = {"password", "passwd", "secret", "token", "passphrase"}
+_WORDS = {"password", "passwd", "secret", "passphrase"}
 _JOINED = ("api_key", "apikey", "api-key", "key_passphrase", "private_key", "secret")
 _URL_CRED = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s]+@")
 _ARG = re.compile(r"^(?P<flag>--?[A-Za-z0-9_.-]+)=(?P<value>.*)$")
@@ -21,7 +22,8 @@ def is_secret_key(key: str) -> bool:
     low = key.lower()
     if any(j in low for j in _JOINED):
         return True
-    return any(word in _WORDS for word in re.split(r"[_\-.\s]+", low))
+    words = [w for w in re.split(r"[_\-.\s]+", low) if w]
+    return any(word in _WORDS for word in words) or words[-1:] == ["token"]
 
 
 def redact_text(text: str) -> str:

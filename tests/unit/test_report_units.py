@@ -66,6 +66,8 @@ def test_formatting_matches_store_values() -> None:
     ("password", True), ("hf_token", True), ("api_key", True), ("key_passphrase", True),
     ("client_secret", True), ("GATE_PASSWORD", True), ("max_tokens", False),
     ("doc_tokens", False), ("question_tokens", False), ("keys", False), ("user", False),
+    ("GITHUB_TOKEN", True), ("hf-token", True), ("token", True),
+    ("max_token_disagreement", False),  # a decision setting the reader must see
 ])
 def test_secret_keys(key: str, secret: bool) -> None:
     assert is_secret_key(key) is secret
