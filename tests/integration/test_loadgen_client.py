@@ -61,7 +61,10 @@ def test_completions_record_every_chunk_and_usage() -> None:
         assert r.output_tokens == 6 and r.prompt_tokens == 2
         assert len(r.chunk_times) == 6
         assert r.ttft == r.chunk_times[0] == r.ttft_text and r.e2el == r.chunk_times[-1]
-        assert all(g >= 0.001 for g in r.itl)
+        # ITL is the gap between consecutive chunks. How long the gaps are is the
+        # scheduler's business on a busy host (two chunks can land in one read).
+        assert r.itl == pytest.approx([b - a for a, b in itertools.pairwise(r.chunk_times)])
+        assert len(r.itl) == 5 and all(g >= 0 for g in r.itl)
         assert r.sent is not None and r.sent >= r.scheduled
     body = srv.bodies[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -69,14 +72,16 @@ def test_completions_record_every_chunk_and_usage() -> None:
 
 
 def test_chat_ttft_is_the_role_chunk_and_text_comes_after() -> None:
-    with running_server(ServerConfig(ttft=0.05, role_early=True)) as (url, _):
+    with running_server(ServerConfig(ttft=0.5, role_early=True)) as (url, _):
         res = run_phase([Endpoint(url, MODEL)], specs(2, max_tokens=4), concurrency=1,
                         api="chat", progress=False)
     for r in res.records:
         assert r.ok
         assert len(r.chunk_times) == 5  # role chunk + 4 tokens, all have `choices`
         assert r.ttft is not None and r.ttft_text is not None
-        assert r.ttft_text - r.ttft >= 0.04  # vLLM's TTFT is the role-only chunk
+        # vLLM's TTFT is the role-only chunk, sent 0.5 s before the text (a margin a
+        # busy host's scheduling stalls do not eat)
+        assert r.ttft_text - r.ttft >= 0.1
         assert r.output_tokens == 4  # from usage, not from chunks
 
 
