@@ -262,6 +262,7 @@ class GatePlugin:
 
     def _skip(self, item: pytest.Item, report: pytest.TestReport) -> tuple[Verdict | str, str]:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")  # pytest's own word; the verdict says it
         if any(opt and (opt in item.nodeid or opt == item.name) for opt in self.ctx.optional):
             return SKIPPED, f"optional, skipped: {reason}"
         return Verdict.ERROR, f"skipped but not optional in the config: {reason}"

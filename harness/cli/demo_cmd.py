@@ -77,7 +77,7 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
         if step is None:
             verdict, reason, run_id = "not run", "", ""
         elif step.outcome is None:
-            verdict, reason, run_id = "not built", step.note, ""
+            verdict, reason, run_id = "not run", step.note, ""  # page 1's word too
         else:
             verdict, forced = step.outcome.verdict.value, " (FORCED)" if step.forced else ""
             reason, run_id = step.outcome.reason, str(step.outcome.run_id)

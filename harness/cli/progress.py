@@ -65,7 +65,9 @@ def _int(d: dict[str, object], key: str) -> int:
 def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None = None,
                   phase_elapsed: float | None = None) -> str:
     """`G3 · TP8 · c=16 · accelerated · pair 2 · measured: 40/64 requests · 1:12 elapsed ·
-    ETA 3:05` from a harness.loadgen.phase_progress record. The ETA: what is left of this
+    ETA 3:05` from a harness.loadgen.phase_progress record (`measured: 64 requests` while
+    none has finished: a log's one line a phase, which "0/64" misread as stuck). The ETA:
+    what is left of this
     phase at the pace its finished requests set (`phase_elapsed`, default the record's),
     plus the phases left of the plan (the minimum repetitions and the pairs added so far
     to undecided cells), each as long as a phase took so far (`in_phases`: since the
@@ -87,7 +89,8 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
             f"{'pair' if d['gate'] == 'G3' else 'rep'} {_int(d, 'repetition') + 1}"
             f"{' (added)' if d.get('added') else ''} · "
-            f"{d['phase']}: {done}/{total} requests · {_clock(elapsed)} elapsed{eta}")
+            f"{d['phase']}: {f'{done}/' if done else ''}{total} requests · "
+            f"{_clock(elapsed)} elapsed{eta}")
 
 
 def step_line(d: dict[str, object], elapsed: float, in_step: float,

@@ -83,6 +83,8 @@ def test_skip_is_error_unless_optional(gate_cli: GateRunner, site_dir: Path) -> 
     assert out.returncode == 0, out.stdout + out.stderr
     checks = json.loads(gate_cli("runs", "show", "2", "--json").stdout)["checks"]
     assert sorted(c["outcome"] for c in checks) == ["PASS", "SKIPPED", "SKIPPED"]
+    # the suite's own words, once: not pytest's "Skipped: " after "optional, skipped:"
+    assert "optional, skipped: no GDS on this host" in {c["message"] for c in checks}
 
 
 def test_deselected_run_is_partial_and_does_not_satisfy_the_next_gate(

@@ -19,7 +19,7 @@ def test_g3_names_every_phase_with_elapsed_and_eta(tmp_path: Path) -> None:
     assert out.returncode in (0, 1, 2), out.stderr
     lines = [line.strip() for line in out.stderr.splitlines()
              if "requests ·" in line and not line.strip().startswith("…")]
-    assert re.match(r"G3 · TP8 · c=4 · (baseline|accelerated) · pair 1 · warm: 0/8 requests"
+    assert re.match(r"G3 · TP8 · c=4 · (baseline|accelerated) · pair 1 · warm: 8 requests"
                     r" · 0:\d\d elapsed$", lines[0]), lines[0]
     # 1 cell x 3 pairs x 2 arms x (warm, measured)
     assert len(lines) == 12, out.stderr
