@@ -17,6 +17,7 @@ from harness.g1.collect import HostReading
 from harness.g1.plan import HostPlan
 from harness.probes import files, gpu_health, lspci, nic, nvidia_smi, nvme
 from harness.pytest_plugin import CheckRecorder, GateContext
+from harness.reasons import Reason
 
 
 def _text(reading: HostReading, name: str) -> str:
@@ -36,8 +37,8 @@ def _text(reading: HostReading, name: str) -> str:
 def _unverifiable(site: SiteConfig, key: str, check: CheckRecorder) -> None:
     why = site.gates.g1.unverifiable.get(key)
     if why is not None:  # declared by the site: shown with its reason, never a PASS
-        check.expect(f"{key} as ordered")
-        check.measure(f"not checkable here: {why}")
+        check.expect(f"{key} as ordered", Reason("g1.as_ordered", {"item": key}))
+        check.measure(f"not checkable here: {why}", Reason("g1.not_checkable", {"why": why}))
         pytest.skip(f"not checkable here: {why}")
 
 

@@ -144,15 +144,16 @@ def test_gpu_health(gate: GateContext, site: SiteConfig, check: CheckRecorder,
     diag = host.run(["dcgmi", "diag", "-r", str(level), "-j"], timeout=3600)
     if diag.rc != MISSING:
         _save(gate, gpu_host, f"dcgmi-diag-r{level}", diag)
-        check.expect(f"dcgmi diag -r {level}: tests run and passed, none failed")
+        check.expect(f"dcgmi diag -r {level}: tests run and passed, none failed",
+                     Reason("g2.diag_expected", {"level": level}))
         verdict = health.judge_diag(parse_dcgmi_diag(_ok(diag, gpu_host)))
     else:
         smi = host.run(["nvidia-smi", "-q", "-x"], timeout=120)
         _save(gate, gpu_host, "nvidia-smi", smi)
         check.expect("nvidia-smi (no DCGM): no uncorrectable ECC, retired pages or remap "
-                     "failure, read on every GPU")
+                     "failure, read on every GPU", Reason("g2.smi_expected"))
         verdict = health.judge_smi(parse_nvidia_smi_xml(_ok(smi, gpu_host)).gpus)
-    check.measure(verdict.measured)
+    check.measure(verdict.measured, verdict.measured_why)
     if verdict.error:
         raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gpu health")
     if verdict.failed:
@@ -168,7 +169,7 @@ def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host
                                                      timeout=300)
     _save(gate, gpu_host, "gdscheck", result)
     gds = parse_gdscheck(_ok(result, gpu_host))
-    check.expect("platform verified, every GPU supports GDS")
+    check.expect("platform verified, every GPU supports GDS", Reason("g2.gds_expected"))
     check.measure(f"GDS {gds.version or '?'}: {gds.gpus_supporting}/{gds.gpus} GPUs, "
                   f"{'verified' if gds.verified else 'not verified'}")
     if not gds.verified or gds.gpus_supporting < gds.gpus or not gds.gpus:
@@ -186,7 +187,7 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
     spec = g2.gdsio
     assert spec is not None  # only collected when configured (harness/g2/plan.py)
     expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
-    check.expect(expected)
+    check.expect(expected, g2gdsio.wanted_why(spec, g2.min_fraction))
     host = gate.transport_pool().get(gpu_host)
     where = g2mount.described(_filesystem(gate, host, gpu_host, spec, "gdsio", fact=True))
     work = g2gdsio.work_dir(spec)
@@ -199,7 +200,7 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
         host.run(["rm", "-rf", work], timeout=300)
     _save(gate, gpu_host, "gdsio", result)
     if result.rc == MISSING:  # never a silent pass: SKIPPED only where declared optional
-        check.measure("gdsio not installed")
+        check.measure("gdsio not installed", Reason("g2.gdsio_missing"))
         if any(o and o in f"test_gdsio[{gpu_host}]" for o in gate.optional):
             pytest.skip(f"gdsio not installed on {gpu_host}")
         raise MeasurementError(f"{describe(result.argv)}: gdsio is not installed "

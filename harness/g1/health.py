@@ -46,7 +46,7 @@ def gpu_ecc(log: NvidiaSmiLog) -> Finding:
     unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus if not _ecc_read(g))
     return Finding("no uncorrectable ECC errors, retired pages or failed remaps",
                    found or "no GPU", tuple(problems), checked=len(log.gpus) - len(unread),
-                   unread=unread)
+                   unread=unread, expected_why=Reason("g1.gpu_ecc_expected"))
 
 
 def gpu_link(log: NvidiaSmiLog) -> Finding:
@@ -76,7 +76,8 @@ def xid(kernel_log: str) -> Finding:
     events = _XID.findall(kernel_log)
     problems = tuple(f"Xid {code} on {where}" for where, code in
                      sorted(set(events), key=lambda e: (e[0], int(e[1]))))
-    return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems)
+    return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems,
+                   expected_why=Reason("g1.xid_expected"))
 
 
 # Classes whose physical functions are always PCIe endpoints with a link: one of them
@@ -96,7 +97,8 @@ def pcie(devices: Sequence[PciDevice]) -> Finding:
     return Finding("every PCIe link at its full width (virtual functions skipped)",
                    f"{len(checked)} links checked, {len(narrow)} narrow, {vfs} VFs skipped",
                    problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}},
-                   checked=len(checked), unread=unread)
+                   checked=len(checked), unread=unread,
+                   expected_why=Reason("g1.pcie_expected"))
 
 
 def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
@@ -114,7 +116,8 @@ def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
     unread = tuple(d for d, s in sorted(logs.items())
                    if s.critical_warning is None or s.media_errors is None)
     return Finding("no critical warning, no media errors", found or "no drive", tuple(problems),
-                   checked=len(logs) - len(unread), unread=unread)
+                   checked=len(logs) - len(unread), unread=unread,
+                   expected_why=Reason("g1.nvme_smart_expected"))
 
 
 def ib_ports(cas: Sequence[IbDevice]) -> Finding:
@@ -122,7 +125,7 @@ def ib_ports(cas: Sequence[IbDevice]) -> Finding:
             for c in cas for p in c.ports if not p.up]
     total = sum(len(c.ports) for c in cas)
     return Finding("every port Active", f"{total - len(down)} of {total} ports Active",
-                   tuple(down), checked=total)
+                   tuple(down), checked=total, expected_why=Reason("g1.ib_ports_expected"))
 
 
 # health check -> (what it reads, what "nothing there" means)

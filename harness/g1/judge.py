@@ -28,6 +28,7 @@ from harness.probes.gpu_health import GdsCheck
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
 from harness.probes.nvidia_smi import NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, Subsystem
+from harness.reasons import Reason
 
 __all__ = ["Finding", "at_least", "gds", "gpu", "gpu_ecc", "gpu_link", "ib_ports", "missed",
            "nic_eth", "nic_ib", "nvme", "nvme_smart", "os_release", "pci_address",
@@ -191,7 +192,7 @@ def gds(check: GdsCheck) -> Finding:
     return Finding("GDS verified on every GPU",
                    f"GDS {check.version or '?'}, {check.gpus_supporting}/{check.gpus} GPUs, "
                    f"supported: {', '.join(supported) or 'none'}", tuple(problems),
-                   {"gds version": check.version})
+                   {"gds version": check.version}, expected_why=Reason("g1.gds_expected"))
 
 
 def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from harness.config.models import Gdsio
 from harness.probes.gdsio import GdsioReport
+from harness.reasons import Reason
 
 WORK_DIR = "gate-gdsio"  # made inside the configured path, removed after
 LOG_NAME = "cufile.log"
@@ -43,6 +44,15 @@ def wanted(spec: Gdsio, fraction: float) -> tuple[str, float | None]:
     bound = spec.read_gib_s * fraction
     return (f"GPUD read >= {bound:.2f} GiB/s ({fraction:.0%} of {spec.read_gib_s:g}), "
             "no compat-mode fallback"), bound
+
+
+def wanted_why(spec: Gdsio, fraction: float) -> Reason:
+    """`wanted`'s words as a Reason (harness.reasons), for the report's languages."""
+    if spec.read_gib_s is None:
+        return Reason("g2.gdsio_no_figure")
+    return Reason("g2.gdsio_expected", {"bound": f"{spec.read_gib_s * fraction:.2f}",
+                                        "fraction": f"{fraction:.0%}",
+                                        "spec": f"{spec.read_gib_s:g}"})
 
 
 @dataclass(frozen=True)

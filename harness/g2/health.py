@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from harness.probes.gpu_health import DcgmDiag, DiagTest
 from harness.probes.nvidia_smi import Gpu
+from harness.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class HealthVerdict:
     failed: tuple[str, ...] = ()  # STOP-LOSS
     error: str | None = None  # nothing measured: ERROR
     undecided: str | None = None  # INCONCLUSIVE
+    measured_why: Reason | None = None  # `measured` as a Reason, where it has one
 
 
 def judge_diag(report: DcgmDiag) -> HealthVerdict:
@@ -38,19 +40,27 @@ def judge_diag(report: DcgmDiag) -> HealthVerdict:
         measured += f", {len(skipped)} skipped ({_names(skipped)})"
     if unsettled:
         measured += f", {len(unsettled)} not run ({_names(unsettled)})"
+    why = Reason("g2.diag_measured", {"tests": len(tests), "failed": len(failed),
+                                      "skipped": _named("g2.diag_skipped", skipped),
+                                      "unsettled": _named("g2.diag_not_run", unsettled)})
     if failed:
         return HealthVerdict(measured, failed=tuple(
-            f"{t.name}: {t.status} {' '.join(t.info)[:120]}" for t in failed))
+            f"{t.name}: {t.status} {' '.join(t.info)[:120]}" for t in failed), measured_why=why)
     if not tests:
-        return HealthVerdict(measured, error="dcgmi diag reported no test")
+        return HealthVerdict(measured, error="dcgmi diag reported no test", measured_why=why)
     if unsettled:
         return HealthVerdict(measured, undecided="dcgmi diag did not run "
                              + ", ".join(f"{t.name} ({t.status or 'no result'})"
-                                         for t in unsettled))
+                                         for t in unsettled), measured_why=why)
     if not passed:
         return HealthVerdict(measured, undecided="dcgmi diag skipped every test: "
-                             + _names(skipped))
-    return HealthVerdict(measured)
+                             + _names(skipped), measured_why=why)
+    return HealthVerdict(measured, measured_why=why)
+
+
+def _named(code: str, tests: Sequence[DiagTest]) -> Reason | str:
+    """`, 1 skipped (EUD Test)` as a nested reason, or nothing where there is none."""
+    return Reason(code, {"n": len(tests), "names": _names(tests)}) if tests else ""
 
 
 def judge_smi(gpus: Sequence[Gpu]) -> HealthVerdict:
@@ -65,12 +75,14 @@ def judge_smi(gpus: Sequence[Gpu]) -> HealthVerdict:
     measured = f"{len(gpus)} GPUs, {len(bad)} unhealthy"
     if unread:
         measured += f", {len(unread)} unreadable"
+    why = Reason("g2.smi_measured", {"gpus": len(gpus), "bad": len(bad), "unread": Reason(
+        "g2.smi_unread", {"n": len(unread)}) if unread else ""})
     if bad:
-        return HealthVerdict(measured, failed=tuple(bad))
+        return HealthVerdict(measured, failed=tuple(bad), measured_why=why)
     if unread:
         return HealthVerdict(measured, undecided="nvidia-smi shows no ECC, retired-page or "
-                             "row-remap field (N/A) for " + ", ".join(unread))
-    return HealthVerdict(measured)
+                             "row-remap field (N/A) for " + ", ".join(unread), measured_why=why)
+    return HealthVerdict(measured, measured_why=why)
 
 
 def _fields_read(gpu: Gpu) -> int:

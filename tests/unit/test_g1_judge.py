@@ -182,3 +182,29 @@ def test_software_and_weights_from_real_tool_output(tmp_path: Path) -> None:
     assert ok.ok and ok.facts["software"] == versions
     miss = judge.software(SoftwareBom(packages={"no-such-dist": "1.0"}), versions)
     assert miss.problems == ("no-such-dist not installed, 1.0 ordered",)
+
+
+def test_every_health_expectation_is_said_in_the_report_language() -> None:
+    """The Chinese report showed G1's health expectations in English: each judge gives
+    its expectation as a reason code too, and the English catalogue says exactly the
+    harness's words (harness/reasons.py)."""
+    from harness.probes import gpu_health
+    from harness.report import reasons
+    from harness.report.i18n import translator
+
+    en, zh = translator("en"), translator("zh")
+    a5000 = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"))
+    findings = [
+        judge.gpu_ecc(a5000), judge.gpu_link(a5000), judge.xid(""),
+        judge.pcie(lspci.parse_lspci(
+            read("lspci-vvv_vc_azure-nda100v4_8xA100_cx6-ib-vf_nvme.txt"))),
+        judge.nvme_smart({"nvme0n1": nvme.parse_smart_log(
+            read("nvme-smart-log-json_netdata_v2.3.json"))}),
+        judge.ib_ports(nic.parse_ibstat(
+            read("ibstat_mooncake-issue2039_cx7-ndr400-x8_cx6dx-x4.txt"))),
+        judge.gds(gpu_health.parse_gdscheck(read("gdscheck-p_blog_8xH100_gds1.13.txt"))),
+    ]
+    for f in findings:
+        assert f.expected_why is not None, f.expected
+        assert reasons.say(en, f.expected_why) == f.expected
+        assert any("\u4e00" <= c <= "\u9fff" for c in reasons.say(zh, f.expected_why))

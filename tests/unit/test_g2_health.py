@@ -65,3 +65,21 @@ def test_nvidia_smi_fallback_needs_a_health_field_read() -> None:
         read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml")).gpus)
     assert (a5000.measured, a5000.undecided) == ("2 GPUs, 0 unhealthy", None)
     assert judge_smi(()).error == "nvidia-smi lists no GPU"
+
+
+def test_every_verdict_is_said_in_the_report_language() -> None:
+    """What G2's GPU health measured, as a reason code too: the English catalogue says
+    exactly the harness's words, and the Chinese one says it in Chinese."""
+    from harness.report import reasons
+    from harness.report.i18n import translator
+
+    en, zh = translator("en"), translator("zh")
+    verdicts = [judge_diag(parse_dcgmi_diag(read(f"dcgmi-diag-r{n}-j_vc_tesla-t4.json")))
+                for n in (2, 3)]
+    verdicts += [judge_diag(parse_dcgmi_diag(_with_statuses(s))) for s in ("Not Run", "Fail")]
+    verdicts += [judge_smi(parse_nvidia_smi_xml(read(name)).gpus) for name in (
+        "nvidia-smi-q-x_netdata_a100-sxm4-40gb-mig_drv510.xml",
+        "nvidia-smi-q-x_telegraf_dual-a5000_v13.xml")]
+    for v in verdicts:
+        assert v.measured_why is not None and reasons.say(en, v.measured_why) == v.measured
+        assert "项" in reasons.say(zh, v.measured_why) or "个" in reasons.say(zh, v.measured_why)

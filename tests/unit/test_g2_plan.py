@@ -121,3 +121,9 @@ def test_gdsio_argv_env_and_bound() -> None:
     assert bound == 9.0 and expected.startswith("GPUD read >= 9.00 GiB/s (90% of 10)")
     assert gdsio.wanted(Gdsio(path="/v"), 0.9) == ("GPUD read measured (no vendor figure)",
                                                    None)
+    from harness.report import reasons
+    from harness.report.i18n import translator
+
+    for each in (spec, Gdsio(path="/v")):  # the report's words are the harness's
+        assert reasons.say(translator("en"), gdsio.wanted_why(each, 0.9)) == \
+            gdsio.wanted(each, 0.9)[0]
