@@ -39,8 +39,27 @@ def test_arm_by_arm_values_read_as_words() -> None:
 
 def test_unknown_text_is_shown_as_stored() -> None:
     zh = translator("zh")
-    assert checkwords.name(zh, "test_item") == "test_item"
+    assert checkwords.name(zh, "test_custom_thing") == "test_custom_thing"
     assert checkwords.expected(zh, "test_arms_match_the_declared_layout", "tp=8 somehow") == \
         "tp=8 somehow"
     assert checkwords.measured(zh, "{'baseline': [1, 2") == "{'baseline': [1, 2"
     assert checkwords.measured(zh, "6.84 GB/s") == "6.84 GB/s"
+
+
+def test_every_gate_check_has_a_name_in_both_languages_and_english_is_the_label() -> None:
+    """Every check function of the packaged suites is named in the zh report; the en
+    catalogue's name is exactly the console's label words (harness/labels.py)."""
+    import ast
+    from pathlib import Path
+
+    from harness.labels import check_label
+
+    en, zh = translator("en"), translator("zh")
+    gates = Path(__file__).resolve().parents[2] / "gates"
+    functions = {node.name for path in gates.glob("*/test_*.py")
+                 for node in ast.parse(path.read_text()).body
+                 if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    assert {"test_item", "test_fio", "test_arms_serve_the_same_model"} <= functions
+    for function in functions - {"test_cell"}:  # a G3 cell is named by its layout and tier
+        assert checkwords.name(en, function) == check_label(None, function, function)
+        assert checkwords.name(zh, function) != function, function
