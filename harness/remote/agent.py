@@ -35,11 +35,23 @@ STATUS, SPEC = "status.json", "spec.json"
 LEGACY = "records.jsonl"  # format v1, refused by the gate (records_file)
 
 
-def write_status(directory: Path, status: dict[str, Any]) -> None:
-    """Replace status.json atomically: a reader sees the old or the new state, never half."""
-    tmp = directory / (STATUS + ".tmp")
+def write_status(directory: Path, status: dict[str, Any], *, unless_there: bool = False) -> bool:
+    """Replace status.json atomically: a reader sees the old or the new state, never half.
+    Each writer has its own temporary file (`start` and the phase it detached write at
+    once). `unless_there`: write only where no status is yet, atomically (a hard link
+    fails on an existing name); False when one was there."""
+    tmp = directory / f"{STATUS}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(status, sort_keys=True))
-    os.replace(tmp, directory / STATUS)
+    if not unless_there:
+        os.replace(tmp, directory / STATUS)
+        return True
+    try:
+        os.link(tmp, directory / STATUS)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink()
+    return True
 
 
 def run_phase(spec_path: Path, directory: Path) -> int:
@@ -86,9 +98,11 @@ def start(spec_path: Path, directory: Path) -> int:
         print(f"gate-agent: {directory} already holds a phase", file=sys.stderr)
         return 4
     how, pid = detach.start_detached(spec_path, directory, f"gate-phase-{directory.name}")
-    if pid is not None:  # the phase overwrites this with `running` once it runs
+    if pid is not None:  # the phase overwrites this with `running` once it runs; a phase
+        # that ran and finished before this line keeps its `finished` (overwritten, a dead
+        # pid under `starting` read as an agent gone without finishing: a spurious ERROR)
         write_status(directory, {"state": "starting", "pid": pid, "how": how,
-                                 "started_at": time.time()})
+                                 "started_at": time.time()}, unless_there=True)
     print(json.dumps({"how": how, "pid": pid}))
     return 0
 

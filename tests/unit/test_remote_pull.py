@@ -210,3 +210,27 @@ def test_too_little_disk_space_is_refused_before_any_copy(tmp_path: Path) -> Non
         ship_agent(t, tmp_path)
     assert e.value.host == "c1" and "MB free in the home directory" in e.value.message
     assert t.uploaded == {}
+
+
+def test_a_phase_that_finished_before_start_returned_keeps_its_status(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A very fast phase writes `finished` before `gate-agent start` writes `starting`:
+    start must not overwrite it (a dead pid under `starting` is read as an agent gone
+    without finishing, an ERROR for a phase that measured everything)."""
+    from harness.remote import agent, detach
+
+    def fast(spec: Path, directory: Path, unit: str) -> tuple[str, int]:
+        agent.write_status(directory, {"state": "finished", "pid": 4242})
+        return "setsid", 4242
+
+    monkeypatch.setattr(detach, "start_detached", fast)
+    assert agent.start(tmp_path / "spec.json", tmp_path) == 0
+    assert agent.read_status(tmp_path) == {"state": "finished", "pid": 4242}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["status.json"]  # no tmp left
+    # a phase not yet running: `starting` is written, once
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    monkeypatch.setattr(detach, "start_detached", lambda s, d, u: ("setsid", 4343))
+    assert agent.start(fresh / "spec.json", fresh) == 0
+    assert (agent.read_status(fresh) or {})["state"] == "starting"
+    assert not agent.write_status(fresh, {"state": "x"}, unless_there=True)
