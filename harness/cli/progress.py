@@ -67,12 +67,11 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
     """`G3 · TP8 · c=16 · accelerated · pair 2 · measured: 40/64 requests · 1:12 elapsed ·
     ETA 3:05` from a harness.loadgen.phase_progress record (`measured: 64 requests` while
     none has finished: a log's one line a phase, which "0/64" misread as stuck). The ETA:
-    what is left of this
-    phase at the pace its finished requests set (`phase_elapsed`, default the record's),
-    plus the phases left of the plan (the minimum repetitions and the pairs added so far
-    to undecided cells), each as long as a phase took so far (`in_phases`: since the
-    first phase began, so the preflight's engine starts are not counted; default
-    `elapsed`)."""
+    what is left of this phase at the pace its finished requests set (`phase_elapsed`,
+    default the record's), plus the phases left of the plan (the minimum repetitions and
+    the pairs added so far to undecided cells), each as long as a phase took so far
+    (`in_phases`: since the first phase began, so the preflight's engine starts are not
+    counted; default `elapsed`)."""
     done, total = _int(d, "done"), max(1, _int(d, "total"))
     phase_no, planned = _int(d, "phase_no"), _int(d, "phases_planned")
     spent = elapsed if in_phases is None else in_phases
