@@ -23,7 +23,9 @@ ENGINE_CHOICES = ("vllm", "sglang", "tgi", "llama.cpp", "llama-cpp-python", "oll
                   "generic")
 
 BENCH_EPILOG = """Prints vLLM's "Serving Benchmark Result" block (same labels and widths) and a
-gate section; progress goes to stderr. A bench is not a gate: its run is stored without a
+gate section, ending with the load generator's own error (its delay against the TTFT p50 it
+measured, an open loop's achieved vs target rate) and whether it was saturated, and why
+(--json: `client`); progress goes to stderr. A bench is not a gate: its run is stored without a
 verdict (`recorded`), or ERROR when no request completed. Exit 0 when every request
 completed, 2 when some failed (counted by kind in the summary), 3 when none completed or
 an endpoint is down, 4 for bad options or a model the server does not serve."""
@@ -91,6 +93,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
     from harness.cli.outputs import check_output
     from harness.loadgen.bench import BenchOptions, parse_slo, run_bench, save_path
     from harness.loadgen.report import (
+        client_error,
         format_summary,
         percentile_table,
         to_vllm_json,
@@ -129,13 +132,15 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
     if as_json:
         emit_json({"run_id": out.run_id, "benchmark_id": out.benchmark_id,
                    "verdict": out.verdict, "reason": out.reason, "summary": out.summary,
-                   "calibrated": out.workload.calibrated, "notes": out.workload.notes})
+                   "calibrated": out.workload.calibrated, "notes": out.workload.notes,
+                   "client": client_error(out.health)})
     else:
         urls_by = {i: u for i, u in enumerate(urls)}
         click.echo(format_summary(res.summary, concurrency=concurrency, rate=rate,
                                   per_instance=res.per_instance, urls=urls_by,
                                   calibrated=out.workload.calibrated,
-                                  evidence=out.summary.get("cache_evidence")))
+                                  evidence=out.summary.get("cache_evidence"),
+                                  health=out.health))
         click.echo(percentile_table(res.summary))
         click.echo(f"stored as run {out.run_id} (benchmark {out.benchmark_id})")
     if rows_to is not None:

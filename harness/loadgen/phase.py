@@ -22,6 +22,7 @@ from harness.loadgen.engine import Arrival, OnBatch, PhaseResult
 from harness.loadgen.health import HealthBounds, HealthReading, PhaseHealth
 from harness.loadgen.metrics import summarize
 from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
+from harness.loadgen.sends import Sends
 
 Status = Literal["FINISHED", "TIMEOUT"]
 
@@ -154,7 +155,7 @@ class InProcessExecutor:
         loop = asyncio.get_running_loop()
         urls = [e.url for e in spec.endpoints]
         sim_before = await loop.run_in_executor(None, simlag.read, urls)
-        send_lag: list[float] = []
+        sends = Sends()
         host0, cpu0, t0 = health.host_cpu_sample(), health.process_cpu_seconds(), \
             time.monotonic()
         async with health.LoopLagMonitor(self.lag_interval) as lag:
@@ -165,14 +166,19 @@ class InProcessExecutor:
                 duration=spec.duration, progress=self.progress, on_batch=on_batch,
                 slo=dict(spec.slo) if spec.slo is not None else None,
                 extra_body=dict(spec.extra_body) if spec.extra_body is not None else None,
-                tag=spec.tag, phase_timeout=spec.phase_timeout, send_lag=send_lag)
+                tag=spec.tag, phase_timeout=spec.phase_timeout, sends=sends)
         wall = time.monotonic() - t0
         cpu, host1 = health.process_cpu_seconds() - cpu0, health.host_cpu_sample()
         sim = simlag.during(sim_before, await loop.run_in_executor(None, simlag.read, urls))
-        reading = HealthReading(wall_s=wall, loop_lag_s=lag.samples, process_cpu_s=cpu,
-                                host_cpu=health.host_cpu_share(host0, host1),
-                                send_lag_s=send_lag, sim_lag_max_s=sim.max_s,
-                                sim_lag_mean_s=sim.mean_s)
+        ttft = result.summary.ttft  # the measured requests' TTFT: what the client's
+        reading = HealthReading(  # own delay is judged against
+            wall_s=wall, loop_lag_s=lag.samples, process_cpu_s=cpu,
+            host_cpu=health.host_cpu_share(host0, host1), send_lag_s=sends.lags,
+            sim_lag_max_s=sim.max_s, sim_lag_mean_s=sim.mean_s,
+            ttft_p50_s=ttft.median / 1000.0 if ttft.n else None,
+            open_loop=sends.open_loop, concurrency=spec.concurrency,
+            capped_sends=sends.capped, scheduled_span_s=sends.scheduled_span,
+            sent_span_s=sends.sent_span)
         result = replace(result, params={**result.params, "slo": spec.slo and dict(spec.slo)})
         return PhaseOutcome(result=result, health=health.judge(reading, spec.health),
                             status="TIMEOUT" if result.timed_out else "FINISHED")

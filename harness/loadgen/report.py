@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.loadgen.engine import PhaseResult
+from harness.loadgen.health import PhaseHealth
 from harness.loadgen.metrics import Dist, Summary
 from harness.loadgen.records import RequestRecord
 
@@ -41,8 +42,10 @@ def _ms(v: float) -> str:
 def format_summary(s: Summary, *, concurrency: int | None, rate: float | None,
                    per_instance: Mapping[int, Summary] | None = None,
                    urls: Mapping[int, str] | None = None, calibrated: bool | None = None,
-                   evidence: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """vLLM's "Serving Benchmark Result" block, then a gate section before the last rule."""
+                   evidence: Mapping[str, Mapping[str, Any]] | None = None,
+                   health: PhaseHealth | None = None) -> str:
+    """vLLM's "Serving Benchmark Result" block, then a gate section before the last rule
+    (with the load generator's own error when `health` is given)."""
     lines = [_head(" Serving Benchmark Result ", "=")]
     lines.append(_row("Successful requests:", s.completed))
     lines.append(_row("Failed requests:", s.failed))
@@ -100,8 +103,53 @@ def format_summary(s: Summary, *, concurrency: int | None, rate: float | None,
         share = ev.get("external_hit_share")
         if share is not None:
             lines.append(_row("External hit share:", float(share)))
+    if health is not None:
+        lines += client_lines(health)
     lines.append("=" * 50)
     return "\n".join(lines)
+
+
+def client_error(h: PhaseHealth) -> dict[str, Any]:
+    """The load generator's own error against what the phase measured, and whether it
+    counts as saturated (why, one reason per bound crossed): `gate bench --json`'s
+    `client`. Delays in ms; shares of the TTFT p50; rates (open loop) in req/s."""
+    return {"saturated": h.saturated, "reasons": list(h.reasons),
+            "ttft_p50_ms": h.ttft_p50_ms, "delay_mean_ms": h.loop_lag_mean_ms,
+            "delay_p99_ms": h.loop_lag_p99_ms, "delay_share": h.client_delay_share,
+            "tail_share": h.client_tail_share, "open_loop": h.open_loop,
+            "target_rate": h.target_rate, "achieved_rate": h.achieved_rate,
+            "sends": h.sends, "late_sends": h.late_sends, "held_by_cap": h.held_by_cap,
+            "process_cpu": h.process_cpu}
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _opt(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def client_lines(h: PhaseHealth) -> list[str]:
+    """The client's own error, as rows under the gate section: its delay (event-loop
+    lag) beside the TTFT p50 it measured, the open loop's rate, late sends, the verdict
+    and each reason."""
+    lines = [_head(" load generator (client) ")]
+    lines.append(_row("Client delay, mean / p99 (ms):",
+                      f"{_opt(h.loop_lag_mean_ms, '.2f')} / {_opt(h.loop_lag_p99_ms, '.2f')}"))
+    lines.append(_row(f"  share of TTFT p50 {_opt(h.ttft_p50_ms, '.2f')} ms:",
+                      f"{_share(h.client_delay_share)} / {_share(h.client_tail_share)}"))
+    if h.open_loop:
+        lines.append(_row("Achieved / target send rate (req/s):",
+                          f"{_opt(h.achieved_rate, '.1f')} / {_opt(h.target_rate, '.1f')}"))
+        lines.append(_row("Sends late / held by the cap:",
+                          f"{h.late_sends} / {h.held_by_cap} of {h.sends}"))
+    else:
+        lines.append(_row("Sends late after their slot freed:", f"{h.late_sends} of {h.sends}"))
+    lines.append(_row("Client CPU (share of a core):", _share(h.process_cpu)))
+    lines.append(_row("Client saturated:", "YES" if h.saturated else "no"))
+    lines += [f"  - {r}" for r in h.reasons]
+    return lines
 
 
 def to_vllm_json(result: PhaseResult, *, model: str, concurrency: int, rate: float | None,
