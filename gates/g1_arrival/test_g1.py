@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.models import SiteConfig
-from harness.errors import MeasurementError, ParseError
+from harness.errors import Inconclusive, MeasurementError, ParseError
 from harness.g1 import judge
 from harness.g1.collect import HostReading
 from harness.g1.plan import HostPlan
@@ -32,6 +32,17 @@ def _text(reading: HostReading, name: str) -> str:
     if output.error:
         raise MeasurementError(output.error, host=reading.host, stage="g1 probe")
     return output.text
+
+
+def _source(reading: HostReading, name: str) -> tuple[str | None, str]:
+    """One of several sources a check may do without: its text, or None and why (an
+    unreachable host is still an ERROR)."""
+    try:
+        return _text(reading, name), ""
+    except MeasurementError as exc:
+        if reading.unreachable:
+            raise
+        return None, exc.message
 
 
 def _unverifiable(site: SiteConfig, key: str, check: CheckRecorder) -> None:
@@ -92,7 +103,9 @@ def _judge_health(plan: HostPlan, health: str, reading: HostReading) -> judge.Fi
     if health == "gpu-link":
         return judge.gpu_link(nvidia_smi.parse_nvidia_smi_xml(_text(reading, "nvidia-smi")))
     if health == "xid":
-        return judge.xid(_text(reading, "dmesg"))
+        journal, journal_error = _source(reading, "journal-kernel")
+        ring, ring_error = _source(reading, "dmesg")
+        return judge.xid(judge.KernelLogs(journal, ring, journal_error, ring_error))
     if health == "pcie":
         return judge.pcie(lspci.parse_lspci(_text(reading, "lspci")))
     if health == "nvme-smart":  # every drive the list shows (an unreadable list: ERROR)
@@ -140,6 +153,10 @@ def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
     unjudged = judge.unjudged(key, finding)
     if unjudged is not None:  # read nothing, or not every device: no PASS on it
         raise MeasurementError(unjudged, host=plan.host, stage="g1")
+    if finding.inconclusive is not None:  # read, nothing wrong, and still no proof
+        if finding.inconclusive_why is not None:
+            check.explain(finding.inconclusive_why)
+        raise Inconclusive(f"{plan.host} {key}: {finding.inconclusive}")
 
 
 def test_item(gate: GateContext, site: SiteConfig, check: CheckRecorder, plan: HostPlan,

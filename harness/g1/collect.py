@@ -25,6 +25,8 @@ from harness.transport import Transport
 from harness.transport.result import CommandResult, describe, tail
 
 MISSING = 127  # the shell's "command not found"; a simulated host's "no capture"
+# This boot's kernel messages as the journal kept them (`-b`: this boot only).
+JOURNAL_KERNEL = ("journalctl", "-k", "-b", "--no-pager")
 # Run by the engine's interpreter on the host: each distribution's version, null if absent.
 VERSIONS_SCRIPT = ("import importlib.metadata as m, json, sys\n"
                    "def v(n):\n"
@@ -95,8 +97,9 @@ def probes_for(bom: Bom, health: Sequence[str], gdscheck: str) -> list[Probe]:
                    Probe("weights-sha256", ("sha256sum", *files), measured_codes=(0, 1))]
     if "pcie" in health:
         wanted.append(Probe("lspci", ("lspci", "-vvv"), sudo=True))
-    if "xid" in health:
-        wanted.append(Probe("dmesg", ("dmesg",), sudo=True))
+    if "xid" in health:  # the journal keeps what `dmesg -C` clears (harness/g1/xid.py)
+        wanted += [Probe("journal-kernel", JOURNAL_KERNEL, sudo=True),
+                   Probe("dmesg", ("dmesg",), sudo=True)]
     return wanted
 
 

@@ -23,6 +23,10 @@ class Finding:
     # the report says them in its language; one per problem, in order.
     expected_why: Reason | None = None
     problem_whys: tuple[Reason, ...] = ()
+    # Read, no problem found, and still not a PASS: why the reading cannot decide (an Xid
+    # check whose only source could have been cleared). The caller makes it INCONCLUSIVE.
+    inconclusive: str | None = None
+    inconclusive_why: Reason | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,5 +1,5 @@
-"""G1's health checks, judged: ECC and retired pages, PCIe link width, Xid, lspci links,
-NVMe SMART, IB ports: pure functions over parsed outputs.
+"""G1's health checks, judged: ECC and retired pages, PCIe link width, lspci links,
+NVMe SMART, IB ports: pure functions over parsed outputs (Xid: harness/g1/xid.py).
 
 Why apart from the BOM items (harness/g1/judge.py): a health check has no order to
 compare with; what it must prove is that it read something, so a check that read nothing
@@ -9,7 +9,6 @@ compare with; what it must prove is that it read something, so a check that read
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from harness.g1.finding import Finding
@@ -67,17 +66,6 @@ def gpu_link(log: NvidiaSmiLog) -> Finding:
                    problem_whys=tuple(Reason("g1.gpu_link_narrow", {
                        "gpu": g.pci_bus_id, "width": f"x{g.link_width_current}",
                        "max": f"x{g.link_width_max}"}) for g in narrow))
-
-
-_XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")
-
-
-def xid(kernel_log: str) -> Finding:
-    events = _XID.findall(kernel_log)
-    problems = tuple(f"Xid {code} on {where}" for where, code in
-                     sorted(set(events), key=lambda e: (e[0], int(e[1]))))
-    return Finding("no NVIDIA Xid in the kernel log", f"{len(events)} Xid event(s)", problems,
-                   expected_why=Reason("g1.xid_expected"))
 
 
 # Classes whose physical functions are always PCIe endpoints with a link: one of them

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
+from harness.config.bom import GPU_COUNT_FACT
 from harness.config.models import (
     GpuBom,
     NicBom,
@@ -23,16 +24,18 @@ from harness.config.models import (
     WeightsBom,
 )
 from harness.g1.finding import Finding, missed
-from harness.g1.health import gpu_ecc, gpu_link, ib_ports, nvme_smart, pcie, unjudged, xid
+from harness.g1.health import gpu_ecc, gpu_link, ib_ports, nvme_smart, pcie, unjudged
+from harness.g1.xid import KernelLogs, xid
 from harness.probes.gpu_health import GdsCheck
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
 from harness.probes.nvidia_smi import NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, Subsystem
 from harness.reasons import Reason
 
-__all__ = ["Finding", "at_least", "gds", "gpu", "gpu_ecc", "gpu_link", "ib_ports", "missed",
-           "nic_eth", "nic_ib", "nvme", "nvme_smart", "os_release", "pci_address",
-           "pcie", "software", "unjudged", "version_tuple", "volume", "weights", "xid"]
+__all__ = ["Finding", "KernelLogs", "at_least", "gds", "gpu", "gpu_ecc", "gpu_link",
+           "ib_ports", "missed", "nic_eth", "nic_ib", "nvme", "nvme_smart", "os_release",
+           "pci_address", "pcie", "software", "unjudged", "version_tuple", "volume",
+           "weights", "xid"]
 
 GB = 1e9
 T = TypeVar("T")
@@ -79,6 +82,7 @@ def gpu(bom: GpuBom, log: NvidiaSmiLog) -> Finding:
     if log.count_mismatch:
         found += f" (nvidia-smi says {log.attached_gpus} attached)"
     facts: dict[str, object] = {
+        GPU_COUNT_FACT: len(log.gpus),  # what G3's layouts are held against
         "gpu serials": [g.serial for g in log.gpus], "gpu uuids": [g.uuid for g in log.gpus],
         "gpu driver": log.driver_version, "cuda": log.cuda_version,
         "gpu vbios": sorted({g.vbios for g in log.gpus if g.vbios})}

@@ -111,8 +111,8 @@ def test_health_link_width_not_speed() -> None:
 def test_xid_and_smart() -> None:
     log = ("[ 12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
            "[812.1] NVRM: Xid (PCI:0000:17:00): 79, pid=0, GPU has fallen off the bus.\n")
-    assert judge.xid(log).problems == ("Xid 79 on PCI:0000:17:00",)
-    assert judge.xid("").ok
+    assert judge.xid(judge.KernelLogs(None, log, "no journal")).problems == (
+        "Xid 79 on PCI:0000:17:00 (dmesg)",)
     smart = nvme.parse_smart_log(read("nvme-smart-log-json_netdata_v2.3.json"))
     assert judge.nvme_smart({"nvme0n1": smart}).ok
 
@@ -195,7 +195,7 @@ def test_every_health_expectation_is_said_in_the_report_language() -> None:
     en, zh = translator("en"), translator("zh")
     a5000 = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"))
     findings = [
-        judge.gpu_ecc(a5000), judge.gpu_link(a5000), judge.xid(""),
+        judge.gpu_ecc(a5000), judge.gpu_link(a5000), judge.xid(judge.KernelLogs("", "")),
         judge.pcie(lspci.parse_lspci(
             read("lspci-vvv_vc_azure-nda100v4_8xA100_cx6-ib-vf_nvme.txt"))),
         judge.nvme_smart({"nvme0n1": nvme.parse_smart_log(

@@ -34,6 +34,8 @@ HARDWARE_TOOLS = frozenset({
     "nvidia-smi", "dcgmi", "gdscheck", "gdsio", "nvme", "smartctl", "lsblk", "lspci", "lshw",
     "dmidecode", "ipmitool", "ibstat", "ibstatus", "ibv_devinfo", "ethtool", "mst",
     "mlxlink", "mlxconfig", "mlxfwmanager",
+    # the kernel's log is this machine's, not the simulated host's (its Xid, its boot)
+    "dmesg", "journalctl",
 })
 
 
