@@ -23,7 +23,11 @@ UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\-]{1,240}$")
 
 
 def phase_argv(spec: Path, directory: Path) -> list[str]:
-    return [sys.executable, "-m", "harness.remote.agent", "run", "--spec", str(spec),
+    """The phase runs as this agent was started: the shipped agent's -I -B (no PYTHON*
+    variables, no .pyc) hold for the phase process too (harness.remote.ship)."""
+    flags = [f for f, on in (("-I", sys.flags.isolated), ("-B", sys.flags.dont_write_bytecode))
+             if on]
+    return [sys.executable, *flags, "-m", "harness.remote.agent", "run", "--spec", str(spec),
             "--dir", str(directory)]
 
 

@@ -106,6 +106,10 @@ class RemoteExecutor:
     pull_limit: int = 32 << 20
     delivered: Collection[int] = ()
     sleep: Callable[[float], None] = time.sleep
+    # The gate-side check of the installed agent (harness.remote.verify.AgentGuard.check),
+    # before each phase starts and after it ends: raises, so nothing is measured on an
+    # agent that changed. None: an agent the caller runs from its own tree (tests).
+    verify: Callable[[], None] | None = None
 
     @property
     def host(self) -> str:
@@ -113,11 +117,17 @@ class RemoteExecutor:
 
     def run(self, spec: PhaseSpec, on_batch: OnBatch | None = None, *,
             label: str = "") -> PhaseOutcome:
-        return self.attach(self.start(spec, label), on_batch)
+        outcome = self.attach(self.start(spec, label), on_batch)
+        if self.verify is not None:  # the agent that pulled the records is the one shipped
+            self.verify()
+        return outcome
 
     def start(self, spec: PhaseSpec, label: str = "") -> str:
         """Start the phase detached; returns its directory there (for attach / resume),
-        named `LABEL-TIME-ID` so a gate that died can tell whose phase it was."""
+        named `LABEL-TIME-ID` so a gate that died can tell whose phase it was. The agent
+        is verified first (`verify`)."""
+        if self.verify is not None:
+            self.verify()
         name = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         phase_dir = f"{self.phase_root}/{label}-{name}" if label else f"{self.phase_root}/{name}"
         self.transport.run(["mkdir", "-p", phase_dir], timeout=30).check(STAGE)

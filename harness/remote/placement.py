@@ -1,6 +1,7 @@
 """`load.placement`: where a gate's load phases run. `local`: in the gate's process;
 `client`: by the agent on the inventory's first [client] host, shipped there first
-(harness.remote.ship). G2's serving baseline and G3 take their executor from here, and
+(harness.remote.ship) and read back and hashed on the gate's side around each phase
+(harness.remote.verify). G2's serving baseline and G3 take their executor from here, and
 `gate resume` / `gate runs abort` stop what a dead run left there (harness.remote.leftovers)."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from harness.errors import UsageError
 from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.remote import leftovers
 from harness.remote.executor import RemoteExecutor
-from harness.remote.ship import ship_agent
+from harness.remote.ship import install_agent
+from harness.remote.verify import AgentGuard, shipped
 from harness.store import Store
 from harness.transport.pool import TransportPool
 
@@ -34,8 +36,15 @@ def client_executor(inventory: Inventory, pool: TransportPool, agent_wheels: Pat
                          hint="install gate from a bundle (install.sh puts them there) or "
                               "set load.agent_wheels to an unpacked bundle's agent/ directory")
     transport = pool.get(host)
-    agent = ship_agent(transport, root)
-    return RemoteExecutor(transport, agent, f".gate/phases/run{run_id}")
+    installed = install_agent(transport, root)
+
+    def reship() -> None:  # an install found changed before the run's first phase
+        install_agent(transport, root, again=True)
+
+    guard = AgentGuard(transport, installed.venv, installed.site, shipped(installed.wheels),
+                       reship=reship)
+    return RemoteExecutor(transport, installed.argv, f".gate/phases/run{run_id}",
+                          verify=guard.check)
 
 
 def load_executor(loaded: LoadedConfig, inventory: Inventory, pool: TransportPool,

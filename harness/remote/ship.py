@@ -4,6 +4,10 @@ under the login's home (no root, no system package touched), and its version che
 
     agent = ship_agent(transport, local_agent_dir)   # -> the argv that runs gate-agent there
 
+The venv holds only what the wheels install (installed with --no-compile, pip removed
+after), and the agent runs as `venv/bin/python -I -B -m harness.remote.agent`: the gate
+reads it back and hashes it on its own side before each phase (harness.remote.verify).
+
 Reinstalls only when the wheels differ from what the venv was installed from, or the
 installed agent does not answer with this gate's version.
 """
@@ -23,6 +27,13 @@ from harness.errors import MeasurementError, UsageError
 from harness.transport.base import Transport
 
 REMOTE_ROOT = ".gate/agent"  # relative to the login's home: where SSH commands start
+AGENT_MODULE = "harness.remote.agent"
+# -I: no PYTHON* variables, no user site, no script dir on sys.path (a planted ~/harness
+# would shadow the agent); -B: no .pyc written (none is installed either: --no-compile),
+# so any .pyc in the venv is foreign (harness.remote.verify).
+AGENT_FLAGS = ("-I", "-B")
+# Bumped when the way the agent is installed changes: older installs are redone.
+INSTALL_SCHEME = "2: --no-compile, no pip in the venv, python -I -B -m"
 MIN_PYTHON = (3, 9)
 # Every python3 on PATH that may be new enough, best first; each prints what it is.
 PROBE = ("for p in python3 python3.13 python3.12 python3.11 python3.10 python3.9; do "
@@ -89,9 +100,26 @@ def _remote_sums(transport: Transport, remote: str) -> dict[str, str]:
     return parse_sums(res.stdout) if res.ok else {}
 
 
+@dataclass(frozen=True)
+class Installed:
+    """gate-agent on a host: how to run it, where its venv is, which wheels made it."""
+
+    argv: list[str]
+    venv: str  # relative to the login's home
+    site: str  # the venv's site-packages, relative to the venv
+    wheels: tuple[Path, ...]  # the local wheels shipped (the gate-side truth)
+
+
 def ship_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE_ROOT,
                *, timeout: float = 600) -> list[str]:
     """Install (or keep) gate-agent on the host; returns the argv that runs it there."""
+    return install_agent(transport, local_root, remote_root, timeout=timeout).argv
+
+
+def install_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE_ROOT,
+                  *, timeout: float = 600, again: bool = False) -> Installed:
+    """Install (or keep) gate-agent on the host; `again` installs it afresh whatever the
+    host says it has (an install found changed: harness.remote.verify)."""
     host = transport.host
     probe = parse_probe(transport.run_shell(PROBE, timeout=60).stdout)
     py, local = choose(probe, local_root, host)
@@ -111,10 +139,11 @@ def ship_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE
     if stale:
         transport.run(["rm", "-f", *[f"{wheels}/{n}" for n in stale]], timeout=30)
     sums = sums_text(files)
-    marker = hashlib.sha256(f"{py.path}\n{sums}".encode()).hexdigest()
-    agent = [f"{venv}/bin/gate-agent"]
+    marker = hashlib.sha256(f"{INSTALL_SCHEME}\n{py.path}\n{sums}".encode()).hexdigest()
+    agent = [f"{venv}/bin/python", *AGENT_FLAGS, "-m", AGENT_MODULE]
     installed = transport.run(["cat", f"{remote_root}/installed"], timeout=30)
-    if changed or installed.stdout.strip() != marker or not _answers(transport, agent):
+    if again or changed or installed.stdout.strip() != marker or \
+            not _answers(transport, agent):
         _install(transport, py, wheels, venv, timeout)
         with tempfile.TemporaryDirectory(prefix="gate-ship-") as tmp:
             for name, text in ((SUMS, sums), ("installed", marker + "\n")):
@@ -124,7 +153,8 @@ def ship_agent(transport: Transport, local_root: Path, remote_root: str = REMOTE
         if not _answers(transport, agent):
             raise MeasurementError(f"gate-agent installed but does not answer as version "
                                    f"{__version__}", host=host, stage="agent install")
-    return agent
+    return Installed(agent, venv, f"lib/python{py.version[0]}.{py.version[1]}/site-packages",
+                     tuple(sorted(local.glob("*.whl"))))
 
 
 def _answers(transport: Transport, agent: list[str]) -> bool:
@@ -137,6 +167,15 @@ def _install(transport: Transport, py: RemotePython, wheels: str, venv: str,
     transport.run([py.path, "-m", "venv", "--clear", venv], timeout=timeout).check(
         "agent install: python -m venv (Debian/Ubuntu: apt-get install python3-venv)")
     transport.run([f"{venv}/bin/python", "-m", "pip", "install", "-q",
-                   "--disable-pip-version-check", "--no-input", "--no-index", "--find-links",
-                   wheels, f"gate-agent=={__version__}"], timeout=timeout,
+                   "--disable-pip-version-check", "--no-input", "--no-index", "--no-compile",
+                   "--find-links", wheels, f"gate-agent=={__version__}"], timeout=timeout,
                   env={"PIP_CONFIG_FILE": "/dev/null"}).check("agent install: pip")
+    # Nothing in the venv but what the wheels install (harness.remote.verify checks it):
+    # pip and setuptools (a .pth run at every start) go once the agent is in.
+    transport.run([f"{venv}/bin/python", "-m", "pip", "uninstall", "-y", "-q",
+                   "--disable-pip-version-check", "pip", "setuptools", "wheel"],
+                  timeout=timeout, env={"PIP_CONFIG_FILE": "/dev/null"}).check(
+        "agent install: pip uninstall")
+    # and no .pyc: pip on some distributions (Debian's 3.11) compiles a package anyway
+    transport.run(["find", venv, "-name", "__pycache__", "-prune", "-exec", "rm", "-rf",
+                   "{}", "+"], timeout=timeout).check("agent install: no .pyc")

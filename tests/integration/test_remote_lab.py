@@ -77,3 +77,59 @@ def test_a_platform_the_bundle_lacks_is_one_line(lab_factory, tmp_path: Path) ->
         ship_agent(lab.transport("c1"), tmp_path)
     assert e.value.host == "c1" and "no agent wheels for Python 3." in e.value.message
     assert "gate bundle --target manylinux_2_" in e.value.one_line()
+
+
+def _agent_phase(n: int) -> PhaseSpec:
+    return PhaseSpec(endpoints=(Endpoint(f"http://127.0.0.1:{PORT}", "test-model", 0),),
+                     requests=tuple(RequestSpec(f"doc {i}", 8, i) for i in range(n)),
+                     concurrency=2)
+
+
+def test_an_agent_edited_between_phases_is_never_measured(lab_factory, unpacked: Path) -> None:  # type: ignore[no-untyped-def]
+    """The gate hashes the installed agent on its own side around each phase: a file of
+    the shipped agent edited after a genuine install (as a vendor's engineer could, to
+    slow only the baseline) makes the next phase ERROR naming the host and the file, and
+    that phase never starts. A file planted before the run (a shadowing module) is
+    replaced by the gate's own install before the first phase."""
+    from harness.errors import MeasurementError
+    from harness.remote.ship import install_agent
+    from harness.remote.verify import AgentGuard, shipped
+
+    lab = lab_factory(hosts=("c1",), groups={"client": ("c1",)}, sudo="none")
+    t = lab.transport("c1")
+    root = unpacked / "agent"
+    installed = install_agent(t, root)
+    site = lab.home / ".gate/agent/venv" / installed.site
+    assert not list(site.rglob("__pycache__")) and not list(site.glob("*.pth"))
+    assert not (site / "pip").exists()  # nothing in the venv but the wheels' files
+    planted = site / "uvloop.py"  # would shadow the optional fast loop the agent tries
+    planted.write_text("raise SystemExit('not the gate's')\n")
+
+    def reship() -> None:
+        install_agent(t, root, again=True)
+
+    guard = AgentGuard(t, installed.venv, installed.site, shipped(installed.wheels),
+                       reship=reship)
+    ex = RemoteExecutor(t, installed.argv, ".gate/phases/verify", poll=0.2, verify=guard.check)
+    server = lab.spawn("c1", [sys.executable, str(REPO / "tests/loadgen_support/server.py"),
+                              "--port", str(PORT), "--itl", "0.001"],
+                       env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
+    try:
+        time.sleep(1.5)
+        first = ex.run(_agent_phase(20))
+        assert len(first.records) == 20 and not planted.exists()  # re-shipped, then ran
+        second = ex.run(_agent_phase(20))
+        assert len(second.records) == 20
+        engine = site / "harness" / "loadgen" / "engine.py"
+        engine.write_text(engine.read_text() + "\n# slower for the baseline\n")
+        with pytest.raises(MeasurementError) as e:
+            ex.run(_agent_phase(20))
+    finally:
+        server.kill()
+    line = e.value.one_line()
+    assert e.value.host == "c1" and "harness/loadgen/engine.py" in line, line
+    assert "no phase is measured on it" in line
+    assert len(list((lab.home / ".gate/phases/verify").iterdir())) == 2  # the third never ran
+    # what each check cost (the docs state it): the first reads everything once
+    print(f"\nagent checks on c1: first {guard.timings[0]:.2f} s (after a re-ship), then "
+          + ", ".join(f"{x * 1000:.0f} ms" for x in guard.timings[1:]))
