@@ -7,7 +7,8 @@ PASS costs the customer, so only a real assertion is a failure):
 - harness.errors.Inconclusive in the call    -> INCONCLUSIVE (NeedsSignoff flags the run)
 - any other exception, or setup / teardown
   / collection error                         -> ERROR (the harness or the site failed)
-- skipped: SKIPPED if the config marks the check optional, else ERROR
+- skipped: SKIPPED if the config marks the check optional (by its exact function name
+  or id), else ERROR
 
 Each check is committed to the store the moment it finishes.
 """
@@ -129,6 +130,13 @@ class Tally:
     ids: set[str] = field(default_factory=set)  # check ids (test_cell[TP8-c4]) with a row
     collected_ids: list[str] = field(default_factory=list)
     deselected_ids: list[str] = field(default_factory=list)
+
+
+def is_optional(optional: tuple[str, ...], check_id: str, function: str) -> bool:
+    """An entry of `gates.gN.optional` names a check exactly: its function (`test_gdsio`,
+    every host's) or its whole id (`test_gdsio[gpu1]`). Never a substring: `test_gds`
+    does not make a skipped `test_gdsio[...]` SKIPPED."""
+    return check_id in optional or function in optional
 
 
 def _short(exc: BaseException) -> str:
@@ -263,7 +271,7 @@ class GatePlugin:
     def _skip(self, item: pytest.Item, report: pytest.TestReport) -> tuple[Verdict | str, str]:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's own word; the verdict says it
-        if any(opt and (opt in item.nodeid or opt == item.name) for opt in self.ctx.optional):
+        if is_optional(self.ctx.optional, item.name, getattr(item, "originalname", item.name)):
             return SKIPPED, f"optional, skipped: {reason}"
         return Verdict.ERROR, f"skipped but not optional in the config: {reason}"
 
