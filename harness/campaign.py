@@ -124,8 +124,9 @@ def run_campaign(base: RunRequest, gates: Sequence[GateSpec], *, skip_unbuilt: b
 def resume_request(store: Store, run_id: int, loaded: LoadedConfig,
                    inventory_path: Path | None, *, sudo_password: str | None) -> RunRequest:
     """What continuing run `run_id` means, refused unless it can continue where it stopped:
-    an unfinished run of a resumable gate, the same config (overrides included) and the
-    same hosts. A RUNNING run whose process is gone is aborted first (refused while its
+    an unfinished run of a resumable gate, the same config (overrides included), the same
+    inventory and local files the config names (harness.workflow.run_inputs) and the same
+    hosts. A RUNNING run whose process is gone is aborted first (refused while its
     process lives); the run is then reopened."""
     row = store_runs.get_run(store, run_id)
     if row.status == "FINISHED":
@@ -135,11 +136,7 @@ def resume_request(store: Store, run_id: int, loaded: LoadedConfig,
         resumable = ", ".join(g.id for g in GATES if g.resumable)
         raise UsageError(f"run {run_id} is {spec.id}; only {resumable} runs resume",
                          hint=f"start it again: `gate run {spec.id}`")
-    if loaded.digest() != row.config_hash:
-        given = ", ".join(f"--set {o}" for o in loaded.overrides) or "no --set"
-        raise UsageError(f"the config and --set overrides differ from the ones run {run_id} "
-                         f"started with (given now: {given})", file=str(loaded.path),
-                         hint="resume with the same gate.yaml and the same --set options")
+    _same_inputs(store, row, loaded, inventory_path)
     inventory = load_inventory(inventory_path or loaded.inventory_path)
     if sorted(inventory.hosts) != sorted(row.hosts):
         raise UsageError(f"the inventory's hosts differ from run {run_id}'s",
@@ -149,6 +146,49 @@ def resume_request(store: Store, run_id: int, loaded: LoadedConfig,
     store_runs.reopen_run(store, run_id)
     return RunRequest(gate=spec.id, loaded=loaded, store=store, inventory_path=inventory_path,
                       forced=row.forced, resume_run=run_id, sudo_password=sudo_password)
+
+
+def _same_inputs(store: Store, row: RunRow, loaded: LoadedConfig,
+                 inventory_path: Path | None) -> None:
+    """Refuse (exit 4) a resume whose config, inventory or any local file the run reads
+    (harness.workflow.run_inputs) differs from the run's start, naming what changed."""
+    from harness.store.lookups import artifact_paths
+    from harness.workflow import run_inputs as ri
+
+    if not row.config_hash.startswith(f"{ri.FORM}:"):
+        raise UsageError(f"run {row.id} was started by an earlier version of gate, whose "
+                         "record of a run's inputs did not cover the inventory and the files "
+                         "the config names: it cannot be resumed safely",
+                         hint=f"start it again: `gate run {row.gate}`")
+    now = ri.run_inputs(loaded, inventory_path)
+    if ri.digest(now) == row.config_hash:
+        return
+    if ri.config_changed(row.config_hash, now):
+        given = ", ".join(f"--set {o}" for o in loaded.overrides) or "no --set"
+        raise UsageError(f"the config and --set overrides differ from the ones run {row.id} "
+                         f"started with (given now: {given})", file=str(loaded.path),
+                         hint="resume with the same gate.yaml and the same --set options")
+    before: tuple[ri.RunInput, ...] = ()
+    for path in artifact_paths(store, row.id, ri.ARTIFACT_KIND):
+        try:
+            recorded = ri.parse_manifest(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if ri.digest(recorded) == row.config_hash:  # the record is the run's own
+            before = recorded
+    differ = [i for i in ri.changed(before, now) if i.role != ri.CONFIG] if before else []
+    if differ:
+        first = differ[0]
+        more = f" (and {len(differ) - 1} more: " + ", ".join(
+            i.role for i in differ[1:]) + ")" if len(differ) > 1 else ""
+        raise UsageError(f"the {first.role} changed since run {row.id} started{more}",
+                         file=first.path,
+                         hint="resume with the files the run started with, or start a new run")
+    raise UsageError(f"the inventory or a file the config names (a playbook, the load "
+                     f"agent's wheels) changed since run {row.id} started; its record of "
+                     "them is missing, so which one cannot be said",
+                     file=str(loaded.path),
+                     hint="resume with the files the run started with, or start a new run")
 
 
 # -- abort -------------------------------------------------------------------------------
