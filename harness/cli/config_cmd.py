@@ -4,11 +4,16 @@ checked as a run would check it, before any host is touched."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import config_option, emit_json, inventory_option, json_option, set_option
 from harness.cli.context import open_config
+
+if TYPE_CHECKING:
+    from harness.config.inventory import Inventory
+    from harness.config.loader import LoadedConfig
 
 
 @click.group("config")
@@ -66,4 +71,25 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
         check_site(spec.id, loaded, Path(inventory_path) if inventory_path else None)
         named = sorted({i.host for la in cfg.layouts for i in la.instances}) \
             if spec.id == "G3" else []
+        if spec.id == "G3":
+            _layouts_fit_the_bom(loaded, inventory)
         click.echo(f"{spec.id}: ok" + (f" (layout hosts {', '.join(named)})" if named else ""))
+
+
+def _layouts_fit_the_bom(loaded: LoadedConfig, inventory: Inventory) -> None:
+    """A layout needing more GPUs on a host than its group's BOM orders cannot run as
+    declared (exit 4 naming it); G3's layout check holds it against G1's count too. A
+    host whose group orders no GPU is left to that check."""
+    from harness.config.bom import declared_gpus
+    from harness.errors import ConfigError
+    from harness.g3.layout_fit import HostGpus, misfits
+
+    cfg = loaded.config
+    ordered = {name: HostGpus(name, found[1], bom_group=found[0])
+               for name, spec in inventory.hosts.items()
+               if (found := declared_gpus(cfg.gates.g1, spec.groups)) is not None}
+    for i, layout in enumerate(cfg.layouts):
+        bad = [m for m in misfits(layout, ordered) if m.found is not None]
+        if bad:
+            raise ConfigError(bad[0].text(), file=str(loaded.path), key=f"layouts[{i}]",
+                              hint="fewer instances or a smaller tp, or the BOM's GPU count")

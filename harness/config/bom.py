@@ -3,6 +3,7 @@ arrival checks' settings (harness/g1). Re-exported by harness.config.models."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -91,6 +92,9 @@ class Bom(Frozen):
 
 
 G1_HEALTH = ("gpu-ecc", "gpu-link", "xid", "pcie", "nvme-smart", "ib-ports")
+# The host fact G1 records with the GPUs nvidia-smi listed on a host; G3 holds each
+# layout's tp x instances against it (harness/g3/layout_fit.py).
+GPU_COUNT_FACT = "gpu count"
 
 
 class G1(Frozen):
@@ -104,3 +108,13 @@ class G1(Frozen):
     gdscheck: str = "gdscheck"  # e.g. /usr/local/cuda/gds/tools/gdscheck
     probe_timeout: float = Field(default=120.0, gt=0)
     optional: list[str] = Field(default_factory=list)
+
+
+def declared_gpus(g1: G1, groups: Sequence[str]) -> tuple[str, int] | None:
+    """(group, count) of the GPUs the BOM orders for a host in `groups` (the first of its
+    groups, in order, whose BOM orders GPUs); None when none does."""
+    for group in groups:
+        bom = g1.bom.get(group)
+        if bom is not None and bom.gpu is not None:
+            return group, bom.gpu.count
+    return None

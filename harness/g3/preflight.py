@@ -1,16 +1,22 @@
 """What preflight reads of each layout's arms before anything is measured: the model
-cards the servers report, and what keeps the arms from being compared."""
+cards the servers report, what keeps the arms from being compared, and whether the
+layout fits the GPUs its hosts have (G1's count, else the BOM's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.config.bom import GPU_COUNT_FACT, declared_gpus
+from harness.config.inventory import Inventory
+from harness.config.models import Layout, SiteConfig
 from harness.g3.identity import ArmComparison
+from harness.g3.layout_fit import HostGpus, misfits
 from harness.g3.problems import Problem, ProblemKind
 from harness.g3.rules import Card
 from harness.loadgen.probe import ServerInfo
 from harness.probes.prometheus import MetricsSnapshot, exposes_tier
 from harness.reasons import Reason
+from harness.store import Store
 
 
 @dataclass(frozen=True)
@@ -80,3 +86,31 @@ def exposes_external(snapshot: MetricsSnapshot) -> bool:
     return exposes_tier(snapshot)
 
 
+
+
+def host_gpus(store: Store, run_id: int, config: SiteConfig,
+              inventory: Inventory) -> dict[str, HostGpus]:
+    """How many GPUs each inventory host has: what the campaign's latest G1 run counted
+    there (nvidia-smi), else what the BOM of its group orders; a host with neither is
+    left out (its layouts cannot be checked)."""
+    from harness.store.lookups import gate_facts
+
+    counted = gate_facts(store, run_id, "G1", GPU_COUNT_FACT)
+    listed = gate_facts(store, run_id, "G1", "gpu uuids")  # G1 runs before the count fact
+    found: dict[str, HostGpus] = {}
+    for name, spec in inventory.hosts.items():
+        if name in counted and isinstance(counted[name][1], int):
+            found[name] = HostGpus(name, counted[name][1], g1_run=counted[name][0])
+        elif name in listed and isinstance(listed[name][1], list):
+            found[name] = HostGpus(name, len(listed[name][1]), g1_run=listed[name][0])
+        elif (ordered := declared_gpus(config.gates.g1, spec.groups)) is not None:
+            found[name] = HostGpus(name, ordered[1], bom_group=ordered[0])
+    return found
+
+
+def layout_gpu_problems(store: Store, run_id: int, config: SiteConfig,
+                        inventory: Inventory, layout: Layout) -> list[Problem]:
+    """LAYOUT problems: a host of the layout with fewer GPUs than tp x pp x its
+    instances there, or whose GPUs nobody counted (harness/g3/layout_fit.py)."""
+    gpus = host_gpus(store, run_id, config, inventory)
+    return [Problem(ProblemKind.LAYOUT, m.text(), m.why()) for m in misfits(layout, gpus)]

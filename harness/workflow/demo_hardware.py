@@ -24,10 +24,11 @@ from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.sim.hosts import HardwareProfile, load_catalog
 
 # scenario -> the GPU host's hardware profile (harness/sim/hosts/captures/profiles.yaml).
-# gpu-2xa5000: two RTX A5000 at x16 of x16 (link gen 1 at idle: power saving, not a fault).
+# gpu-8xv100s: eight Tesla V100S at x16 of x16, enough for the demo's layouts (TP8 and
+# TP4x2 on gpu1 need 8 GPUs; G3 holds each layout against the GPUs G1 found).
 # gpu-t4: one Tesla T4 whose link trained at x8 of x16: a G1 STOP-LOSS.
 GPU_HARDWARE = {"bad-arrival": "gpu-t4"}
-DEFAULT_GPU_HARDWARE = "gpu-2xa5000"
+DEFAULT_GPU_HARDWARE = "gpu-8xv100s"
 STORAGE_HARDWARE = "storage-nvme"
 CLIENT_HARDWARE = "client"
 
@@ -35,6 +36,8 @@ UNVERIFIABLE = {
     "pcie": "the simulated hosts have no lspci capture of their own machine",
     "gds": "no permissively licensed gdscheck capture ships; the simulated tier is a "
            "directory, not a GDS volume",
+    "xid": "the simulated hosts have no kernel log of their own (journalctl and dmesg "
+           "would read this machine's)",
 }
 
 
