@@ -9,7 +9,9 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from harness.config.knobs import broad
 from harness.config.logo import logo_data_uri
 from harness.config.models import Arms, CommandAction, PlaybookAction, SiteConfig
 from harness.errors import ConfigError
@@ -43,9 +45,38 @@ def check_site(config: SiteConfig, source: str, base: Path | None = None) -> Non
         if config.arms.baseline.differs_by:
             raise fail("arms.baseline.differs_by", "allowed differences are declared on the "
                        "accelerated arm only", "move them to arms.accelerated.differs_by")
+        _check_differs_by(config.arms.accelerated.differs_by, fail)
+        _check_proxies(config.arms, fail)
         for key, text in _arm_texts(config.arms):
             _check_placeholders(text, key, fail)
     _check_logo(config, source, base if base is not None else Path(source).parent)
+
+
+def _check_differs_by(patterns: list[str], fail: Callable[..., ConfigError]) -> None:
+    """differs_by decides what G3 compares: a pattern allowing every key of a kind (`*`,
+    `env:*`, `argv:--*`) would let any engine flag through (harness/config/knobs.py)."""
+    for i, pattern in enumerate(patterns):
+        why = broad(pattern)
+        if why is not None:
+            raise fail(f"arms.accelerated.differs_by[{i}]",
+                       f"pattern {pattern!r} is too broad: {why}",
+                       "name each key the accelerator changes, e.g. "
+                       "argv:--kv-transfer-config, env:LMCACHE_* (docs/g3.md)")
+
+
+def _check_proxies(arms: Arms, fail: Callable[..., ConfigError]) -> None:
+    """A declared proxy is one of the arm's endpoint URLs, written as there."""
+    for arm_name in ("baseline", "accelerated"):
+        arm = getattr(arms, arm_name)
+        urls = {u.rstrip("/") for eps in arm.endpoints.values() for u in eps}
+        for url in arm.proxies:
+            key = f"arms.{arm_name}.proxies.{url}"
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise fail(key, f"{url!r} is not an http(s) URL with a host")
+            if url.rstrip("/") not in urls:
+                raise fail(key, "names no endpoint of the arm",
+                           f"list it under arms.{arm_name}.endpoints.LAYOUT")
 
 
 def _check_logo(config: SiteConfig, source: str, base: Path) -> None:

@@ -14,6 +14,7 @@ import concurrent.futures
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from harness.config.inventory import Inventory
-from harness.config.models import Action, Arm, CommandAction, Layout, SiteConfig
+from harness.config.models import Action, Arm, CommandAction, Layout, Proxy, SiteConfig
 from harness.errors import EndpointError, InfrastructureError, UsageError
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ T = TypeVar("T")
 class Endpoint:
     url: str
     instance: int
-    host: str
+    host: str  # the instance's host: where its engine listens on the layout's port
+    proxy: Proxy | None = None  # declared in arms.<arm>.proxies: the URL reaches a proxy
+    declared: bool = False  # from arms.<arm>.endpoints, not the layout's host and port
 
 
 def endpoints(config: SiteConfig, inventory: Inventory, arm_name: str,
@@ -47,7 +50,8 @@ def endpoints(config: SiteConfig, inventory: Inventory, arm_name: str,
         if len(declared) != len(layout.instances):
             raise UsageError(f"{len(declared)} endpoints for {len(layout.instances)} instances",
                              key=f"arms.{arm_name}.endpoints.{layout.name}")
-        return [Endpoint(u.rstrip("/"), i, inst.host)
+        proxies = {u.rstrip("/"): p for u, p in arm.proxies.items()}
+        return [Endpoint(u.rstrip("/"), i, inst.host, proxies.get(u.rstrip("/")), True)
                 for i, (u, inst) in enumerate(zip(declared, layout.instances, strict=True))]
     out = []
     for i, inst in enumerate(layout.instances):
@@ -55,6 +59,53 @@ def endpoints(config: SiteConfig, inventory: Inventory, arm_name: str,
             else inst.host
         out.append(Endpoint(f"{inst.scheme}://{address}:{inst.port}", i, inst.host))
     return out
+
+
+@dataclass(frozen=True)
+class Listener:
+    """Where an endpoint's URL is served from: an inventory host and a port, whose
+    listening process must be the inspected engine (or the declared proxy)."""
+
+    host: str | None  # None: not an inventory host (`why` says so)
+    port: int
+    why: str = ""
+
+
+_LOOPBACK = {"localhost": "127.0.0.1", "ip6-localhost": "::1"}
+
+
+def _norm(name: str) -> str:
+    name = name.strip().strip("[]").lower()
+    return _LOOPBACK.get(name, name)
+
+
+def url_listener(ep: Endpoint, inventory: Inventory) -> Listener:
+    """The host and port behind the endpoint's URL: a declared proxy's own (`host`,
+    `port`), else the inventory host whose address or name is the URL's host (the
+    instance's own first: several simulated hosts share 127.0.0.1)."""
+    parts = urllib.parse.urlsplit(ep.url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return Listener(None, 0, f"{ep.url!r} has no valid port")
+    if ep.proxy is not None and ep.proxy.port is not None:
+        port = ep.proxy.port
+    if ep.proxy is not None and ep.proxy.host is not None:
+        if ep.proxy.host not in inventory.hosts:
+            return Listener(None, port, f"the proxy's host {ep.proxy.host} is not in the "
+                                        "inventory")
+        return Listener(ep.proxy.host, port)
+    wanted = _norm(parts.hostname or "")
+    hits = [h.name for h in inventory.hosts.values()
+            if wanted in (_norm(h.name), _norm(h.address))]
+    if ep.host in hits:
+        return Listener(ep.host, port)
+    if len(hits) == 1:
+        return Listener(hits[0], port)
+    if hits:
+        return Listener(None, port, f"its host {parts.hostname} is the address of several "
+                                    f"inventory hosts ({', '.join(sorted(hits)[:4])})")
+    return Listener(None, port, f"its host {parts.hostname} is not an inventory host")
 
 
 def _arm(config: SiteConfig, name: str) -> Arm:

@@ -1,8 +1,10 @@
 """What actually runs behind each arm's endpoints, and that nothing is left running.
 
 After every start or restart action the engine process listening on each instance's
-port is read from /proc on its host (argv, environment, start time) together with what
-the server says about itself (/v1/models, /version, /metrics info labels). The two arms'
+port is read from /proc on its host (argv, environment, start time, and what code it runs:
+executable, cwd, libraries, packages, model files) together with what the server says
+about itself (/v1/models, /version, /metrics info labels), and each endpoint's listener
+must be that engine or a declared proxy (harness/g3/inspection.py). The two arms'
 facts are compared key by key; only the differences `arms.accelerated.differs_by` allows
 may remain (harness/g3/identity.py). Every process seen is recorded in the store, so the
 run stops it at its end, and the next run, resume or abort of the campaign stops whatever
@@ -23,29 +25,20 @@ from dataclasses import dataclass, field
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
-from harness.errors import GateError, InfrastructureError, MeasurementError, TransportError
-from harness.g3.arms import ArmControl, Endpoint, EventSink, endpoints
+from harness.errors import GateError, InfrastructureError, TransportError
+from harness.g3.arms import ArmControl, EventSink, endpoints
 from harness.g3.enginelogs import EngineLogs
 from harness.g3.identity import ArmComparison, compare_arms, engine_facts, server_config
+from harness.g3.inspection import Inspector
 from harness.g3.plan import ARMS
 from harness.g3.problems import JSON
-from harness.probes.process import (
-    ProcessInfo,
-    is_alive,
-    listeners,
-    root_process,
-    stop_process,
-)
+from harness.probes.process import is_alive, stop_process
 from harness.store import Store
 from harness.store import engines as store_engines
 from harness.store import runs as store_runs
 from harness.store.recorder import RunRecorder
 from harness.transport import TransportPool
 
-# Processes that forward a port to an engine gate cannot see (a container's, a remote
-# one): their argv says nothing about the engine's configuration.
-FORWARDERS = ("docker-proxy", "rootlessport", "slirp4netns", "socat", "kubectl", "haproxy",
-              "nginx", "envoy", "sshd")
 STOP_GRACE = 30.0  # seconds a stop action's process may take to exit before gate stops it
 
 
@@ -61,6 +54,9 @@ class Observation:
     # Per instance: (pid, start ticks) of the engine process, None where it could not be
     # read. Two observations around a restart show whether the process was replaced.
     processes: list[tuple[int, int] | None] = field(default_factory=list)
+    # Per instance: the shared objects the engine maps (its `proc:libs` fact is their
+    # digest), so a difference can name them.
+    libs: list[frozenset[str]] = field(default_factory=list)
 
 
 def _get(url: str, timeout: float = 10.0) -> str | None:
@@ -105,46 +101,25 @@ class EngineWatch:
     # clean slate of `gate runs abort`).
     logs: EngineLogs | None = None
 
-    def _process(self, ep: Endpoint, layout: Layout) -> tuple[ProcessInfo | None, str]:
-        """The engine listening on the instance's port, or why it cannot be seen."""
-        port = layout.instances[ep.instance].port
-        where = f"{ep.host}:{port}"
-        if ep.host not in self.inventory.hosts:
-            return None, f"{where}: host not in the inventory, its process cannot be read"
-        transport = self.pool.get(ep.host)
-        try:
-            hidden = ep.host in self.sudo_hosts
-            if not hidden:
-                try:
-                    found = listeners(transport, port)
-                    hidden = any(p.env is None for p in found)
-                except MeasurementError:  # a socket of another user's process
-                    hidden = True
-            if hidden:  # an engine run as another user: read it with sudo
-                found = listeners(transport, port, sudo=True)
-                self.sudo_hosts.add(ep.host)
-            if not found:
-                return None, f"{where}: no process listens there (another network namespace?)"
-            proc = root_process(found)  # the server, not the workers that share its socket
-        except GateError as exc:
-            return None, f"{where}: {exc.one_line()}"
-        if proc.comm in FORWARDERS or (proc.argv and proc.argv[0].rsplit("/", 1)[-1]
-                                       in FORWARDERS):
-            return proc, (f"{where}: the listening process is {proc.comm}, a forwarder: "
-                          "the engine's own argv and environment are not visible")
-        if proc.env is None:
-            return proc, f"{where}: the environment of pid {proc.pid} is not readable"
-        return proc, ""
+    @property
+    def inspector(self) -> Inspector:
+        return Inspector(self.config, self.inventory, self.pool, self.sudo_hosts)
 
     def observe(self, arm: str, layout: Layout, *, as_fact: bool = False) -> Observation:
         """Read (and record) every instance's engine of the arm; call after start/restart.
         `as_fact`: also store the reading as a host fact (the preflight's, which the
-        report shows; a pair's readings are stored with its measured phases)."""
+        report shows; a pair's readings are stored with its measured phases). With
+        engine_process_check on: what code the engine runs, and the endpoint's listener
+        (the engine itself or a declared proxy, harness/g3/inspection.py)."""
         facts, problems = [], []
         processes: list[tuple[int, int] | None] = []
+        libs: list[frozenset[str]] = []
         check_process = self.config.gates.g3.engine_process_check
+        look = self.inspector
         for ep in endpoints(self.config, self.inventory, arm, layout):
-            proc, problem = self._process(ep, layout)
+            port = layout.instances[ep.instance].port
+            seen = look.engine(ep.host, port, read_code=check_process)
+            proc, problem = seen.proc, seen.problem
             processes.append((proc.pid, proc.start_ticks) if proc is not None else None)
             if proc is not None:
                 store_engines.record_engine(
@@ -152,26 +127,35 @@ class EngineWatch:
                     start_ticks=proc.start_ticks, arm=arm, layout=layout.name,
                     instance=ep.instance, url=ep.url)
             server = read_server(ep.url)
+            found: list[str] = [problem] if problem else []
             if check_process:
-                if problem:
-                    problems.append(problem)
                 argv = list(proc.argv) if proc is not None else []
                 env = dict(proc.env or {}) if proc is not None else {}
             else:
                 argv, env = [], {}
             f = engine_facts(argv, env, server)
+            if check_process:
+                if seen.running is not None:
+                    f.update(seen.running.facts)
+                    found += seen.running.problems
+                more, why = look.endpoint(arm, ep, port, proc)
+                f.update(more)
+                found += why
+                problems += found
+            libs.append(seen.running.libs if seen.running is not None else frozenset())
             facts.append(f)
             if as_fact:
                 store_runs.add_host_fact(
                     self.store, self.run_id, host=ep.host,
                     key=f"engine identity {arm} {layout.name}#{ep.instance}",
                     value={"pid": proc.pid if proc else None, "url": ep.url, "facts": f,
-                           "problem": problem})
-        return Observation(arm, layout.name, facts, problems, processes)
+                           "problem": "; ".join(found), "libs": sorted(libs[-1])})
+        return Observation(arm, layout.name, facts, problems, processes, libs)
 
     def compare(self, base: Observation, acc: Observation) -> ArmComparison:
         assert self.config.arms is not None
-        return compare_arms(base.facts, acc.facts, self.config.arms.accelerated.differs_by)
+        return compare_arms(base.facts, acc.facts, self.config.arms.accelerated.differs_by,
+                            libs=(base.libs, acc.libs))
 
     # -- stopping ------------------------------------------------------------------------
     def _stop(self, proc: store_engines.EngineProcess, grace: float, why: str) -> None:

@@ -7,7 +7,11 @@ endpoint (harness.probes.process) and what the server reports about itself — i
 of the baseline against instance i of the accelerated arm. Every difference blocks a PASS
 unless a configured glob allows its key; a short list of session-noise variables is
 ignored. Facts are flat `prefix:name -> str`; secret values are hashed on the way in
-(harness.probes.redact), so facts and messages can be stored and shown.
+(harness.probes.redact), so facts and messages can be stored and shown. What code runs
+(`proc:`, `pkg:`, `model:`: harness/g3/running.py) and a declared proxy's own facts
+(`proxy:...`) are compared the same way; interpreter and preload variables
+(INTERPRETER_ENV: PYTHONPATH, LD_PRELOAD, ...) are never noise, and a difference in what
+code runs is named first.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.config.knobs import CODE_PREFIXES, INTERPRETER_ENV, PROXY
 from harness.g3.problems import JSON
+from harness.g3.running import LIBS, libs_detail
 from harness.probes.prometheus import parse_metrics
 from harness.probes.redact import looks_secret, option_name, redact, redact_argv
 
@@ -34,6 +40,7 @@ NOISE_ENV = frozenset({
     "SUDO_COMMAND",  # the sudo command line that launched it (Ansible's become puts a
                      # per-task marker in it); SUDO_USER / SUDO_UID still count
 })
+assert not NOISE_ENV & INTERPRETER_ENV, "what selects the code that runs is never noise"
 ENV_UNREADABLE = "proc:environ"  # fact present (= "unreadable") when env could not be read
 INSTANCES = "instances"  # the key of an instance-count mismatch (never allowed)
 _SHOWN = 40
@@ -152,12 +159,14 @@ class Difference:
     accelerated: str | None
     allowed_by: str | None  # the pattern that allows it; None: blocking (or ignored noise)
     ignored: bool = False  # session noise (NOISE_ENV)
+    detail: str = ""  # what the values stand for, e.g. the shared objects only one maps
 
     def describe(self, with_instance: bool = True) -> str:
         where = f"instance {self.instance} " if with_instance and self.instance is not None \
             else ""
+        what = f"; {self.detail}" if self.detail else ""
         return (f"{where}{self.key} (baseline {_short(self.baseline)}, "
-                f"accelerated {_short(self.accelerated)})")
+                f"accelerated {_short(self.accelerated)}{what})")
 
 
 def _short(value: str | None) -> str:
@@ -194,7 +203,8 @@ class ArmComparison:
         """One line for an ERROR message or a log."""
         many = self.instances > 1
         if self.blocking:
-            shown = [d.describe(many) for d in self.blocking[:limit]]
+            first = sorted(self.blocking, key=lambda d: _rank(d.key))  # what code runs first
+            shown = [d.describe(many) for d in first[:limit]]
             more = len(self.blocking) - len(shown)
             return "arms differ in " + "; ".join(shown) + (f"; and {more} more" if more else "")
         if self.unverified:
@@ -206,16 +216,39 @@ class ArmComparison:
                        else "")
 
 
+def _bare(key: str) -> str:
+    return key.removeprefix(PROXY + ":")
+
+
+def _rank(key: str) -> int:
+    """Order of a blocking difference in the summary: the code that runs, then the
+    variables that select it, then the rest."""
+    bare = _bare(key)
+    if bare.split(":", 1)[0] in CODE_PREFIXES:
+        return 0
+    return 1 if bare.startswith("env:") and bare[4:] in INTERPRETER_ENV else 2
+
+
 def _noise(key: str) -> bool:
-    return key.startswith("env:") and key[4:] in NOISE_ENV
+    bare = _bare(key)
+    return bare.startswith("env:") and bare[4:] in NOISE_ENV
+
+
+def proxy_facts(facts: Mapping[str, str]) -> dict[str, str]:
+    """A declared proxy's own facts, compared between the arms beside the engine's."""
+    return {f"{PROXY}:{k}": v for k, v in facts.items()}
+
+
+Libs = Sequence[frozenset[str]]
 
 
 def compare_arms(baseline: Sequence[Mapping[str, str]], accelerated: Sequence[Mapping[str, str]],
-                 allowed: Sequence[str]) -> ArmComparison:
+                 allowed: Sequence[str], libs: tuple[Libs, Libs] | None = None) -> ArmComparison:
     """Instance i against instance i: every key whose value differs, or that one side
     lacks, is a Difference; `allowed` globs (fnmatch, case-sensitive) over the key allow
     it; NOISE_ENV keys are ignored. A different instance count blocks, whatever `allowed`
-    says."""
+    says. `libs` (each arm's shared objects per instance) names the files behind a
+    `proc:libs` difference."""
     diffs: list[Difference] = []
     if len(baseline) != len(accelerated):
         diffs.append(Difference(None, INSTANCES, str(len(baseline)), str(len(accelerated)),
@@ -231,5 +264,8 @@ def compare_arms(baseline: Sequence[Mapping[str, str]], accelerated: Sequence[Ma
             ignored = _noise(key)
             pattern = None if ignored else next(
                 (p for p in allowed if fnmatch.fnmatchcase(key, p)), None)
-            diffs.append(Difference(i, key, bv, av, pattern, ignored))
+            detail = ""
+            if key == LIBS and libs is not None and i < min(len(libs[0]), len(libs[1])):
+                detail = libs_detail(libs[0][i], libs[1][i])
+            diffs.append(Difference(i, key, bv, av, pattern, ignored, detail))
     return ArmComparison(tuple(diffs), min(len(baseline), len(accelerated)), tuple(unverified))

@@ -5,7 +5,8 @@ with a one-cell site (TP8, tier 4, 3-5 pairs, speed 30): every one ends not PASS
 2. `--suite ./fake` -> recorded on the run, never the gate's verdict.
 3. a baseline engine started or restarted slower (`--speed 21.9`) -> ERROR, arms differ.
 4. a loosened failed-request guard (`max_failed_share: 0.5`) -> refused at load.
-5. a proxy inflating the accelerated arm's usage.completion_tokens -> INCONCLUSIVE.
+5. a proxy inflating the accelerated arm's usage.completion_tokens (declared, and read
+   like an engine) -> INCONCLUSIVE.
 6. kill -9 mid-run, then resume -> nothing left running, nothing counted twice.
 Plus: the sudo password never reaches an engine, the store or an artifact (7), and
 every earlier attempt of the gate shows in `gate status` (10).
@@ -14,10 +15,8 @@ every earlier attempt of the gate shows in `gate status` (10).
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 import yaml
 from g3_site import Site, one_cell_site
 from gate_testing import GATE
+from sim_support.lying_proxy import lying_proxy
 
 pytestmark = pytest.mark.slow
 
@@ -45,14 +45,6 @@ def engines_alive(site: Site) -> list[int]:
     rows = site.query("SELECT pid, start_ticks FROM engine_process")
     assert rows
     return [int(pid) for pid, ticks in rows if alive(int(pid), int(ticks))]  # type: ignore
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- 1 and 10 --------------------------------------------------------------------------
@@ -141,30 +133,34 @@ def test_a_loosened_failure_guard_is_refused_at_load(site: Site) -> None:
 def test_a_proxy_inflating_token_counts_cannot_pass(site: Site) -> None:
     """The accelerated arm's endpoint is a proxy that raises usage.completion_tokens by
     4.8 % (inside the old 5 % tolerance, which then turned a STOP-LOSS into a PASS). The
-    throughput counts the fixed output length, and the server's count must agree."""
+    throughput counts the fixed output length, and the server's count must agree.
+
+    A proxy in front of an engine must be declared (arms.<arm>.proxies) and is read and
+    compared between the arms like an engine: the baseline goes through the same proxy
+    program, honest, and the arms may differ in its --usage-factor alone (an undocumented
+    difference: a sign-off would be needed, but the token check decides first)."""
     cfg = yaml.safe_load(site.config.read_text())
     port = cfg["layouts"][0]["instances"][0]["port"]
-    proxy_port = free_port()
-    proxy = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parents[1] / "sim_support" / "lying_proxy.py"),
-         "--upstream", f"http://127.0.0.1:{port}", "--port", str(proxy_port),
-         "--usage-factor", "1.048"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proxy.stdout is not None and proxy.stdout.readline().startswith("http")
-        site.edit({"arms": {"accelerated": {"endpoints": {
-            "TP8": [f"http://127.0.0.1:{proxy_port}"]}}}})
+    upstream = f"http://127.0.0.1:{port}"
+    differs = [*site.arm("accelerated")["differs_by"], "proxy:argv:--usage-factor"]  # type: ignore
+    with lying_proxy(upstream) as honest, lying_proxy(upstream, usage_factor=1.048) as lying:
+        site.edit({"arms": {
+            "baseline": {"endpoints": {"TP8": [honest]}, "proxies": {honest: {}}},
+            "accelerated": {"endpoints": {"TP8": [lying]}, "proxies": {lying: {}},
+                            "differs_by": differs}}})
         out = site.gate("run", "G3", "--force", GATE_SUDO_PASSWORD=SECRET)
-    finally:
-        proxy.send_signal(signal.SIGTERM)
-        proxy.wait(timeout=30)
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]
-    cell = next(c for c in site.run_json(1)["checks"]  # type: ignore[attr-defined]
-                if c["name"] == "test_cell")
+    found = {c["name"]: c for c in site.run_json(1)["checks"]}  # type: ignore[attr-defined]
+    assert found["test_arms_differ_only_by_the_accelerator"]["outcome"] == "PASS"
+    cell = found["test_cell"]
     assert cell["outcome"] == "INCONCLUSIVE"
     assert "token counts disagree: accelerated arm" in cell["message"]
     params = site.query("SELECT params FROM benchmark WHERE phase='measured' LIMIT 1")
     assert json.loads(str(params[0][0]))["fixed_output"] == {"max_tokens": 128,
                                                              "ignore_eos": True}
+    reading = [json.loads(str(v)) for (v,) in site.query(
+        "SELECT value FROM host_fact WHERE key = 'engine identity accelerated TP8#0'")]
+    assert reading and reading[0]["facts"]["proxy:argv:--usage-factor"] == "1.048"
     assert_secret_nowhere(site)
 
 

@@ -151,3 +151,33 @@ def test_server_config_from_vllm_metrics_version_and_a_sim_card() -> None:
     assert server_config([1], "oops", "") == {}  # type: ignore[arg-type]
     f = engine_facts(SIM, {}, cfg)
     assert f["server:cache_config.block_size"] == cfg["cache_config.block_size"]
+
+
+def test_interpreter_and_preload_variables_are_never_noise_and_come_first() -> None:
+    from harness.config.knobs import INTERPRETER_ENV
+
+    assert not NOISE_ENV & INTERPRETER_ENV
+    assert {"PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH"} <= INTERPRETER_ENV
+    base = engine_facts(SIM, {"A": "1", "PWD": "/x"}, {"gate_sim.config.speed": "30"})
+    acc = engine_facts(SIM, {"A": "2", "PWD": "/y", "LD_PRELOAD": "/tmp/fast.so",
+                             "PYTHONPATH": "/tmp/shadow"}, {"gate_sim.config.speed": "30"})
+    acc["proc:cwd"] = "/tmp/shadow"
+    base["proc:cwd"] = "/srv"
+    c = compare_arms([base], [acc], [])
+    assert [d.key for d in c.ignored] == ["env:PWD"]
+    assert c.summary(limit=3) == (
+        "arms differ in proc:cwd (baseline /srv, accelerated /tmp/shadow); "
+        "env:LD_PRELOAD (baseline absent, accelerated /tmp/fast.so); "
+        "env:PYTHONPATH (baseline absent, accelerated /tmp/shadow); and 1 more")
+
+
+def test_a_proxys_facts_compare_like_an_engines_with_their_noise_ignored() -> None:
+    from harness.g3.identity import proxy_facts
+
+    proxy = proxy_facts(engine_facts(["python", "proxy.py", "--port", "9"], {"PWD": "/a"}))
+    assert proxy["proxy:argv:--port"] == "9" and "proxy:env:PWD" in proxy
+    other = proxy_facts(engine_facts(["python", "proxy.py", "--port", "9"], {"PWD": "/b"}))
+    assert compare_arms([proxy], [other], []).equal
+    c = compare_arms([{}], [proxy], ["proxy:argv:--port"])
+    assert [d.key for d in c.blocking] == ["proxy:argv:#1", "proxy:argv:program"]
+    assert [d.key for d in c.allowed] == ["proxy:argv:--port"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.config.decision import WEAKENED_REASON, Deviation, deviations
+from harness.config.decision import DIFFERS_BY, WEAKENED_REASON, Deviation, deviations
 from harness.g3.identity import ArmComparison, Difference, compare_arms
 from harness.report import fmt
 from harness.report.frames import RunFrames, RunInfo
@@ -61,14 +61,20 @@ def _why(d: Deviation, config: Mapping[str, Any], t: Translator) -> str:
                  else c for c in left]
         return t("settings.why.criteria", {"layout": d.key.rsplit(".", 1)[-1],
                                            "criteria": ", ".join(names)})
+    if d.key == DIFFERS_BY:  # patterns outside the accelerator's documented knobs
+        return t("settings.why.differs_by", {"patterns": d.value})
     key = f"settings.why.{d.key}"
     return t(key) if key in t.messages else d.why
+
+
+def _default(d: Deviation, t: Translator) -> str:
+    return t("settings.knobs") if d.key == DIFFERS_BY else d.default
 
 
 def settings(run: RunInfo, t: Translator) -> RunSettings:
     """Every decision setting of the run's config off its default, weakened ones first."""
     devs = deviations(run.config_json)
-    changes = [SettingChange(key=d.key, value=d.value, default=d.default,
+    changes = [SettingChange(key=d.key, value=d.value, default=_default(d, t),
                              why=_why(d, run.config_json, t), weakened=d.weakened)
                for d in sorted(devs, key=lambda d: not d.weakened)]
     return RunSettings(run_id=run.id, gate=run.gate or "G3", changes=changes,
@@ -78,7 +84,7 @@ def settings(run: RunInfo, t: Translator) -> RunSettings:
 def weakened_text(run: RunInfo, t: Translator) -> str:
     """The weakened settings in one line: "gates.g3.confidence 0.9 instead of 0.95; ..."."""
     return t("settings.sep").join(t("settings.short", {"key": d.key, "value": d.value,
-                                          "default": d.default})
+                                          "default": _default(d, t)})
                      for d in deviations(run.config_json) if d.weakened)
 
 
