@@ -108,6 +108,11 @@ class _Slots:
         self.free += 1
 
 
+# How much faster than the device a DRAM tier in front of it loads KV (--memory-tier):
+# host memory over PCIe against NVMe-oF flash, both scaled with the TP layout alike.
+MEMORY_TIER_SPEEDUP = 4.0
+
+
 @dataclass
 class Trace:
     """One request's outcome, filled in as it runs (the server reads usage from it)."""
@@ -124,9 +129,13 @@ class Trace:
 
 class Engine:
     def __init__(self, rates: Rates, *, tier: TierIndex | None, speed: float, seed: int,
-                 salt: str, stream_interval: int = 1) -> None:
+                 salt: str, stream_interval: int = 1, memory_tier: float = 0.0) -> None:
         self.rates = rates
         self.tier = tier
+        # Share of tier loads a DRAM tier in front of the device serves (never read from
+        # the device); loads are assigned in turn, so the share is exact over a phase.
+        self.memory_tier = memory_tier
+        self._loads = 0
         self.speed = speed
         self.salt = salt
         self.stream_interval = stream_interval
@@ -304,6 +313,9 @@ class Engine:
         r = self.rates
         clock = self.clock
         nbytes = trace.external_hit * r.bytes_per_token
+        self._loads += 1
+        if int(self._loads * self.memory_tier) > int((self._loads - 1) * self.memory_tier):
+            return self._from_memory(nbytes, v)
         v_start = v + r.latency_s / self.speed * clock.rate()
         v_end = v_start + nbytes / r.read_bps * jitter
         rid = self.io.begin_read(v_start, v_end, nbytes)
@@ -318,6 +330,14 @@ class Engine:
         st.lm_remote_read_bytes += nbytes
         st.lm_retrieve_time.observe(loop.time() - t0)
         return v_end
+
+    def _from_memory(self, nbytes: int, v: float) -> float:
+        """A load the DRAM tier serves: counted as an external hit like any other (the
+        engine cannot tell the tiers apart), at memory speed, and never on the device."""
+        st = self.stats
+        st.lm_remote_reads += 1
+        st.lm_remote_read_bytes += nbytes
+        return v + nbytes / (self.rates.read_bps * MEMORY_TIER_SPEEDUP)  # as _load's read
 
     async def _prefill(self, prompt: Prompt, trace: Trace, jitter: float, v: float) -> float:
         r = self.rates

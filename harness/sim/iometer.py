@@ -4,6 +4,7 @@ end of each read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
 
@@ -27,6 +28,10 @@ class IoMeter:
         # reads progress on the shared virtual clock V, writes on wall time
         self._reads: dict[int, tuple[float, float, int]] = {}
         self._writes: dict[int, tuple[float, float, int]] = {}
+        # Called when a read completes: a device counts sectors read at completion, so a
+        # sampler right after a phase must see every read of it (harness/sim/run.py
+        # flushes the diskstats file here).
+        self.on_read_done: Callable[[], None] | None = None
 
     def begin_read(self, v0: float, v1: float, nbytes: int) -> int:
         rid = next(self._ids)
@@ -38,6 +43,8 @@ class IoMeter:
         if completed:
             self._read_done += nbytes
             self._reads_done += 1
+            if self.on_read_done is not None:
+                self.on_read_done()
 
     def begin_write(self, t0: float, t1: float, nbytes: int) -> int:
         wid = next(self._ids)

@@ -46,6 +46,10 @@ ENGINE_OPTIONS: list[Callable[[F], F]] = [
          help="off: /metrics hides every counter that tells a tier read from a recompute "
               "(external prefix cache, prompt tokens by source, lmcache:*), as engines "
               "without one (llama.cpp, TGI); the tier still serves."),
+    _opt("--memory-tier", type=float, default=0.0, show_default=True,
+         help="Share of the tier's hits served from a DRAM tier in front of the device "
+              "that outlives restarts (an LMCache server, a Mooncake DRAM pool): counted "
+              "as external hits, never read from the device."),
     _opt("--speed", type=float, default=1.0, show_default=True,
          help="Divide every modelled duration by this (shown in /v1/models and /metrics)."),
     _opt("--tp", type=int, default=None, help="Tensor-parallel degree [profile's default]."),
@@ -103,7 +107,8 @@ def spec_from_context(ctx: click.Context) -> EngineSpec:
         diskstats=v["diskstats"], diskstats_device=v["diskstats_device"],
         cache_dir=v["cache_dir"], tier_read_gbps=v["tier_read_gbps"], model=v["model"],
         seed=v["seed"], stream_interval=v["stream_interval"], eos_rate=v["eos_rate"],
-        tier_counters=v["tier_counters"] == "on", faults=faults)
+        tier_counters=v["tier_counters"] == "on", memory_tier=v["memory_tier"],
+        faults=faults)
     spec.check()
     if spec.tier_reset and not spec.external_tier:
         raise UsageError("--tier-reset needs --external-tier on", key="--tier-reset")

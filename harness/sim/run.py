@@ -45,6 +45,8 @@ async def serve(spec: EngineSpec, *, url_file: Path | None = None,
                                   stage="sim start") from exc
     url = _bound_url(site, spec)
     acct = server.diskstats()
+    if acct is not None:
+        server.engine.io.on_read_done = acct.flush
     flusher = asyncio.create_task(acct.run(stop)) if acct is not None else None
     keeper = asyncio.create_task(server.housekeep(stop))
     tier = "on" if spec.external_tier else "off"

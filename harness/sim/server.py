@@ -85,7 +85,7 @@ class SimServer:
         self.engine = Engine(
             rates, tier=self.tier, speed=spec.speed,
             seed=spec.seed * 1000 + spec.instance, salt=salt,
-            stream_interval=spec.stream_interval)
+            stream_interval=spec.stream_interval, memory_tier=spec.memory_tier)
         self._cache = SqliteDigestStore(spec.cache_dir) if spec.cache_dir else None
         self.digests = PromptDigests(self.profile.block_size, salt, self._cache)
         self.faults = FaultDraws(spec.faults, spec.seed * 1000 + spec.instance)

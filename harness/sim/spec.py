@@ -67,6 +67,10 @@ class EngineSpec:
     # False: /metrics shows no counter that tells a tier read from a recompute (like
     # llama.cpp or TGI), though the tier still serves: the storage-only evidence path.
     tier_counters: bool = True
+    # Share of the tier's hits served by a DRAM tier in front of the device (an LMCache
+    # server or a Mooncake DRAM pool that outlives the engine's restart): counted as
+    # external hits, but not read from the device (its diskstats show nothing).
+    memory_tier: float = 0.0
     faults: FaultSpec = field(default_factory=FaultSpec)
 
     def resolved_profile(self) -> Profile:
@@ -94,6 +98,9 @@ class EngineSpec:
             raise UsageError("must be >= 1", key="--stream-interval")
         if not 0.0 <= self.eos_rate <= 1.0:
             raise UsageError(f"must be between 0 and 1, got {self.eos_rate}", key="--eos-rate")
+        if not 0.0 <= self.memory_tier <= 1.0:
+            raise UsageError(f"must be between 0 and 1, got {self.memory_tier}",
+                             key="--memory-tier")
         self.faults.check()
 
     def reported_config(self) -> dict[str, Any]:
@@ -107,7 +114,7 @@ class EngineSpec:
             "external_tier": self.external_tier, "speed": self.speed, "seed": self.seed,
             "stream_interval": self.stream_interval, "tier_read_gbps": self.tier_read_gbps,
             "model": self.model, "eos_rate": self.eos_rate,
-            "tier_counters": self.tier_counters,
+            "tier_counters": self.tier_counters, "memory_tier": self.memory_tier,
             "diskstats_device": self.diskstats_device,
             "error_rate": f.error_rate, "stall_rate": f.stall_rate, "stall_s": f.stall_s,
             "crash_after": f.crash_after, "slow_start_s": f.slow_start_s,
@@ -171,6 +178,8 @@ class EngineSpec:
             argv += ["--eos-rate", repr(self.eos_rate)]
         if not self.tier_counters:  # only when off, as --eos-rate
             argv += ["--tier-counters", "off"]
+        if self.memory_tier:  # only when set, as --eos-rate
+            argv += ["--memory-tier", repr(self.memory_tier)]
         f = self.faults
         argv += ["--error-rate", repr(f.error_rate), "--stall-rate", repr(f.stall_rate),
                  "--stall-s", repr(f.stall_s), "--slow-start", repr(f.slow_start_s)]
