@@ -10,6 +10,7 @@ import pytest
 from harness.config.models import Layout
 from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
 from harness.g3.plan import Cell
+from harness.g3.preflight import layout_gpu_problems
 from harness.g3.problems import ProblemKind, joined, not_compared, why
 from harness.g3.session import G3Session
 from harness.pytest_plugin import CheckRecorder
@@ -38,8 +39,15 @@ def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
 def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
                                         check: CheckRecorder) -> None:
     pre = g3.preflight(layout)
-    check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms")
+    check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms, within "
+                 "the GPUs G1 found on each host (else its BOM's)")
     check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
+    misfit = layout_gpu_problems(g3.gate.store, g3.gate.run_id, g3.config, g3.gate.inventory,
+                                 layout)
+    if misfit:  # more GPUs than the host has, or none counted: never a PASS
+        check.explain(_preflight(Reason("g3.layout_misfit", parts=tuple(map(why, misfit)))))
+        raise MeasurementError("the layout does not fit its hosts' GPUs: " + joined(misfit),
+                               stage="preflight")
     if pre.of(ProblemKind.LAYOUT):
         check.explain(_preflight(Reason("g3.not_comparable",
                                         parts=tuple(map(why, pre.of(ProblemKind.LAYOUT))))))
@@ -91,15 +99,18 @@ def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
                      "drop": f"{t.ttft_p50_drop:.0%}", "gain": f"{t.throughput_gain:.0%}",
                      "top": f"{t.band_top:.0%}", "confidence": f"{confidence:.0%}"}))
     decision, problem = g3.run_cell(cell)
+    note, signoff = g3.cell_notes(cell)
     if decision is not None:
         d = decision
         shown = {"drop": f"{d.drop.value:.1%}", "drop_lo": f"{d.drop.lo:.1%}",
                  "drop_hi": f"{d.drop.hi:.1%}", "gain": f"{d.gain.value:.1%}",
                  "gain_lo": f"{d.gain.lo:.1%}", "gain_hi": f"{d.gain.hi:.1%}"}
+        measured = Reason("g3.cell_measured", {**shown, "pairs": d.repetitions})
         check.measure(f"drop {shown['drop']} [{shown['drop_lo']}, {shown['drop_hi']}], gain "
                       f"{shown['gain']} [{shown['gain_lo']}, {shown['gain_hi']}], "
-                      f"{d.repetitions} pairs",
-                      Reason("g3.cell_measured", {**shown, "pairs": d.repetitions}))
+                      f"{d.repetitions} pairs" + (f"; {note[0]}" if note else ""),
+                      Reason("g3.cell_measured_note", {"measured": measured, "note": note[1]})
+                      if note else measured)
     if problem is not None:
         if decision is not None:
             g3.store_cell(cell, decision, [], override=problem)
@@ -113,6 +124,9 @@ def test_cell(g3: G3Session, cell: Cell, check: CheckRecorder) -> None:
                       Reason("cell.stop_loss", {"reason": decision.why}))
     if decision.needs_signoff:
         raise NeedsSignoff(decision.reason)
+    if verdict == "PASS" and signoff is not None:
+        check.explain(signoff[1])
+        raise NeedsSignoff(signoff[0])
     if verdict == "INCONCLUSIVE":
         raise Inconclusive(decision.reason)
     if verdict == "STOP-LOSS":

@@ -150,6 +150,21 @@ def validate(config: SiteConfig, inventory: object) -> None:
                                  key=f"arms.{arm_name}.{which}.host")
     for group in config.gates.g3.drop_caches_on:
         inventory.group(group)
+    evidence = config.gates.g3.evidence
+    if not config.simulated:
+        # The accelerator's devices' reads are what proves it did the work (devices.py):
+        # at a real site they must be named, and their hosts in the inventory.
+        if not evidence.devices:
+            raise UsageError("must name the accelerator's block devices on the storage "
+                             "hosts: G3 holds their reads against the KV the accelerated "
+                             "arm recovered cold, and with no list every disk would count",
+                             key="gates.g3.evidence.devices",
+                             hint="list them as /proc/diskstats names them, e.g. [nvme1n1]")
+        if not any(inventory.groups.get(g) for g in evidence.storage_groups):
+            raise UsageError("no inventory host in these groups: G3 reads the "
+                             "accelerator's devices there (/proc/diskstats)",
+                             key="gates.g3.evidence.storage_groups",
+                             hint="add the storage hosts to the inventory under the group")
 
 
 def _declared(config: SiteConfig, layout: str) -> bool:

@@ -29,6 +29,8 @@ class ProblemKind(StrEnum):
     NOT_COLD = "restart not cold"
     NOT_EXERCISED = "accelerator not exercised"
     CONTAMINATED = "baseline contaminated"
+    NOT_INSPECTED = "load not served by the engines inspected"
+    CLOCKS_DISAGREE = "client and engine disagree"
     BUDGET = "time budget exhausted"
 
 

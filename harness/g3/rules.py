@@ -11,7 +11,9 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.config.models import Evidence, Layout, SiteConfig
+from harness.config.models import Evidence, G3Thresholds, Layout, SiteConfig
+from harness.g3.clocks import clock_problem, engine_saw_problem
+from harness.g3.devices import device_problem, number, numbers, store_problem
 from harness.g3.plan import ARMS
 from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
@@ -91,20 +93,10 @@ def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> Problem | None
     return None
 
 
-def _number(ev: JSONDict, key: str) -> float:
-    value = ev.get(key)
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _numbers(ev: JSONDict, key: str) -> dict[str, float]:
-    value = ev.get(key)
-    if not isinstance(value, dict):
-        return {}
-    return {k: float(v) for k, v in value.items() if isinstance(v, int | float)}
-
-
-def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem | None:
-    """None when the pair's evidence is sound, else why the cell cannot be decided."""
+def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence,
+                   thresholds: G3Thresholds | None = None) -> Problem | None:
+    """None when the pair's evidence is sound, else why the cell cannot be decided.
+    `thresholds` scale the tolerance of the two clocks' comparison (harness.g3.clocks)."""
     acc, base = pair["accelerated"].evidence, pair["baseline"].evidence
     min_share = rules.min_external_hit_share
     for arm in ARMS:
@@ -143,6 +135,11 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
                     "profile does not honour it; name the engine in gate.yaml `engine:` if "
                     "it does)"), why)
             return problem
+    for arm in ARMS:
+        # The endpoint measured must be the engine inspected: its counters show the load.
+        problem = engine_saw_problem(arm, pair[arm].evidence)
+        if problem is not None:
+            return problem
     if acc.get("counter_reset") or base.get("counter_reset"):
         return Problem(ProblemKind.COUNTERS_RESET, "engine counters reset during a measured "
                                                    "phase (did an engine restart?)",
@@ -160,8 +157,8 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
                            "/metrics show neither process_start_time_seconds nor a "
                            "prompt-token counter, and its process could not be read)",
                            Reason("g3.not_verified", {"arm": arm}))
-        local = _numbers(ev, "by_source").get("local_cache_hit", 0.0)
-        prompt = _number(ev, "prompt_tokens")
+        local = numbers(ev, "by_source").get("local_cache_hit", 0.0)
+        prompt = number(ev, "prompt_tokens")
         if prompt > 0 and local / prompt > rules.max_local_hit_share:
             return Problem(ProblemKind.NOT_COLD,
                            f"{arm} arm: GPU prefix cache served {local / prompt:.0%} of prompt "
@@ -170,132 +167,27 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence) -> Problem 
                                                         "share": f"{local / prompt:.0%}"}))
     kind = ProblemKind.NOT_EXERCISED
     if not acc.get("exposes_external"):
-        if rules.allow_storage_evidence:
-            return storage_problem(acc, base)
-        return Problem(kind, f"{kind}: no engine counter on the accelerated arm proves the "
-                             "tier was read (gates.g3.evidence.allow_storage_evidence lets "
-                             "storage read bandwidth or a KV store's counters stand in)",
-                       Reason("g3.no_tier_counter"))
-    share = _number(acc, "external_hit_share")
-    if share < min_share:
-        return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
-                             f"{min_share:.0%}",
-                       Reason("g3.low_external_share", {"share": f"{share:.0%}",
-                                                        "min": f"{min_share:.0%}"}))
-    storage = _numbers(acc, "storage")
-    if storage.get("hosts", 0.0) > 0 and not acc.get("storage_errors") \
-            and storage.get("bytes_read", 0.0) <= 0:
-        # The counters count hits from any external tier: one in memory (an LMCache
-        # server, a store's DRAM pool) survives the engine's restart as well.
-        return Problem(kind, f"{kind}: the engine counted {share:.0%} of prompt tokens as "
-                             "external hits, but the storage hosts read nothing during the "
-                             "phase: another tier (memory?) served them",
-                       Reason("g3.counted_not_read", {"share": f"{share:.0%}"}))
-    contamination = _number(base, "external_hit_tokens")
+        if not rules.allow_storage_evidence:
+            return Problem(kind, f"{kind}: no engine counter on the accelerated arm proves "
+                                 "the tier was read (gates.g3.evidence.allow_storage_evidence "
+                                 "lets the accelerator's devices' reads stand in)",
+                           Reason("g3.no_tier_counter"))
+    else:
+        share = number(acc, "external_hit_share")
+        if share < min_share:
+            return Problem(kind, f"{kind}: external hits {share:.0%} of prompt tokens < "
+                                 f"{min_share:.0%}",
+                           Reason("g3.low_external_share", {"share": f"{share:.0%}",
+                                                            "min": f"{min_share:.0%}"}))
+    contamination = number(base, "external_hit_tokens")
     if contamination > 0:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: {contamination:.0f} external hit tokens",
                        Reason("g3.contaminated_tokens", {"tokens": f"{contamination:.0f}"}))
-    found = _number(base, "store_found")
-    if found > 0:  # the KV store served the baseline's phase (Mooncake master counters)
-        kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: the KV store found {found:.0f} objects for the "
-                             "baseline's measured phase",
-                       Reason("g3.contaminated_store", {"objects": f"{found:.0f}"}))
-    return None
-
-
-# With storage-side evidence only, the baseline may read at most this share of what the
-# accelerated arm read from the storage hosts during its measured phase.
-STORAGE_BASELINE_SHARE = 0.05
-# ... and the accelerated arm must have read at least this share of its phase's KV bytes
-# (prompt tokens x model.kv_bytes_per_token): a floor far below a tier that served the
-# phase (even one that compresses KV 5x at a 50 % hit share), far above the background
-# reads of a storage host.
-STORAGE_MIN_KV_SHARE = 0.1
-
-
-def storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
-    """Storage-side evidence, for an engine with no tier counter and a config that allows
-    it: the accelerated arm's measured phase read from the storage hosts (their diskstats)
-    or found objects in the KV store (its master's counters), the baseline's (nearly) did
-    not. Weaker than an engine's counter (another reader on those hosts, another client of
-    the store, looks the same), hence the explicit setting and its sign-off."""
-    kind = ProblemKind.NOT_EXERCISED
-    errors = [str(e) for ev in (acc, base)
-              if isinstance(said := ev.get("storage_errors"), list) for e in said]
-    if errors:
-        return Problem(kind, f"{kind}: the storage hosts could not be read during a "
-                             f"measured phase ({errors[0]}): storage-side evidence incomplete",
-                       Reason("g3.storage_errors", {"error": errors[0]}))
-    sampled = _numbers(acc, "storage").get("hosts", 0.0) > 0
-    if not sampled and not acc.get("store_exposes"):
-        return Problem(kind, f"{kind}: no storage-side evidence was collected (no storage "
-                             "host sampled, no gates.g3.evidence.store_metrics)",
-                       Reason("g3.no_storage_evidence"))
-    expected = _number(acc, "client_prompt_tokens") * _number(acc, "kv_bytes_per_token")
-    if sampled:
-        problem = _storage_reads(acc, base, expected)
-        if problem is not None:
-            return problem
-    if acc.get("store_exposes"):
-        return _store_reads(acc, base, expected)
-    return None
-
-
-def _storage_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | None:
-    read = {arm: _numbers(ev, "storage").get("bytes_read", 0.0)
-            for arm, ev in (("accelerated", acc), ("baseline", base))}
-    kind = ProblemKind.NOT_EXERCISED
-    if read["accelerated"] <= 0:
-        return Problem(kind, f"{kind}: storage hosts read nothing during the accelerated "
-                             "arm's measured phase (storage-side evidence)",
-                       Reason("g3.storage_not_read"))
-    if expected > 0 and read["accelerated"] < STORAGE_MIN_KV_SHARE * expected:
-        return Problem(kind, f"{kind}: the storage hosts read "
-                             f"{read['accelerated'] / 1e9:.2f} GB during the accelerated arm's "
-                             f"measured phase, < {STORAGE_MIN_KV_SHARE:.0%} of its "
-                             f"{expected / 1e9:.1f} GB of KV (storage-side evidence)",
-                       Reason("g3.storage_below_kv", {
-                           "read": f"{read['accelerated'] / 1e9:.2f}",
-                           "min": f"{STORAGE_MIN_KV_SHARE:.0%}",
-                           "expected": f"{expected / 1e9:.1f}"}))
-    if read["baseline"] > STORAGE_BASELINE_SHARE * read["accelerated"]:
-        kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: the baseline's measured phase read "
-                             f"{read['baseline'] / 1e9:.2f} GB from the storage hosts, the "
-                             f"accelerated arm's {read['accelerated'] / 1e9:.2f} GB "
-                             "(storage-side evidence)",
-                       Reason("g3.storage_contaminated", {
-                           "baseline": f"{read['baseline'] / 1e9:.2f}",
-                           "accelerated": f"{read['accelerated'] / 1e9:.2f}"}))
-    return None
-
-
-def _store_reads(acc: JSONDict, base: JSONDict, expected: float) -> Problem | None:
-    """A KV store's counters (Mooncake master): objects found for the accelerated arm,
-    served bytes of the phase's order, none found for the baseline."""
-    kind = ProblemKind.NOT_EXERCISED
-    found, served = _number(acc, "store_found"), acc.get("store_hit_bytes")
-    if found <= 0:
-        return Problem(kind, f"{kind}: the KV store found nothing for the accelerated "
-                             "arm's measured phase (storage-side evidence)",
-                       Reason("g3.store_found_nothing"))
-    if isinstance(served, int | float) and expected > 0 \
-            and served < STORAGE_MIN_KV_SHARE * expected:
-        return Problem(kind, f"{kind}: the KV store served {served / 1e9:.2f} GB to the "
-                             f"accelerated arm's measured phase, < {STORAGE_MIN_KV_SHARE:.0%} "
-                             f"of its {expected / 1e9:.1f} GB of KV (storage-side evidence)",
-                       Reason("g3.store_below_kv", {"served": f"{served / 1e9:.2f}",
-                                                    "min": f"{STORAGE_MIN_KV_SHARE:.0%}",
-                                                    "expected": f"{expected / 1e9:.1f}"}))
-    base_found = _number(base, "store_found")
-    if base_found > 0:
-        kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: the KV store found {base_found:.0f} objects for the "
-                             "baseline's measured phase",
-                       Reason("g3.contaminated_store", {"objects": f"{base_found:.0f}"}))
-    return None
+    th = thresholds or G3Thresholds()
+    return device_problem(acc, base, rules) or store_problem(acc, base) or clock_problem(
+        {"baseline": base, "accelerated": acc},
+        {"ttft": th.ttft_p50_drop, "e2e": th.throughput_gain})
 
 
 def restarted(warmed: MetricsSnapshot, fresh: MetricsSnapshot) -> bool | None:

@@ -167,6 +167,7 @@ class G3Section(Section):
     storage: Table | None = None
     storage_plot: Plot | None = None
     evidence: Table | None = None
+    crosschecks: Table | None = None  # devices vs cold KV, engine counts, two clocks
 
 
 class TrendSection(Frozen):

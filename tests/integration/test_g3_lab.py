@@ -73,9 +73,13 @@ def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
         "workload": {"doc_tokens": 32000, "max_tokens": 128, "seed": 7, "min_docs": 32},
         # Up to 8 pairs: the seed-shaped profile's c=4 gain (~0.33) lies near the 0.29
         # threshold, and at 5 pairs its interval straddled it in about 1 run of 3.
-        "gates": {"g3": {"tiers": [4], "repetitions": {"min": 3, "max": 8},
+        # what was ordered for the GPU host: the layout's TP8 is held against it (no G1
+        # ran in this lab)
+        "gates": {"g1": {"bom": {"gpu": {"gpu": {"model": "H100 80GB HBM3", "count": 8}}}},
+                  "g3": {"tiers": [4], "repetitions": {"min": 3, "max": 8},
                          "drop_caches_on": ["gpu", "storage"], "bootstrap": 1000,
                          "evidence": {"diskstats": str(shared / "diskstats"),
+                                      "devices": ["nvme9n1"],
                                       "storage_groups": ["storage"]}}},
     }
     path = site / "gate.yaml"

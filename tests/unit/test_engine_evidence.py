@@ -96,12 +96,27 @@ def test_storage_evidence_only_when_allowed_and_only_one_way() -> None:
     assert idle.kind is ProblemKind.NOT_EXERCISED and "read nothing" in idle.text
     # a background read of a storage host is no tier read: the phase moved 537 GB of KV
     trickle = pair(4096.0, 0.0)
-    assert trickle.kind is ProblemKind.NOT_EXERCISED and "of its 536.9 GB of KV" in trickle.text
+    assert trickle.kind is ProblemKind.NOT_EXERCISED
+    assert "0% of the 536.87 GB of KV it recovered cold" in trickle.text
+    # a tenth of it, the old floor, is not enough either: the devices must read half
+    tenth = pair(60e9, 0.0)
+    assert tenth.kind is ProblemKind.NOT_EXERCISED and "another tier (memory?) served 89%" \
+        in tenth.text
+    assert pair(270e9, 0.0) is None  # 50 %: the floor
+    # a tier that stores KV compressed reads less: a weaker setting, and it counts
+    assert pair(140e9, 0.0) is not None
+    assert check_evidence(
+        {"accelerated": rep({"storage": {"bytes_read": 140e9, "hosts": 1.0}, **kv,
+                             "kv_compression": 2.0}),
+         "baseline": rep({"storage": {"bytes_read": 0.0, "hosts": 1.0}, **kv})},
+        allowed) is None
+    assert [d.key for d in weakened({"gates": {"g3": {"evidence": {"kv_compression": 2}}}})] \
+        == ["gates.g3.evidence.kv_compression"]
     # a baseline whose storage hosts could not be read did not read "nothing"
     blind = pair(400e9, 0.0, errors=("fx100: ssh: connection reset",))
     assert blind.kind is ProblemKind.NOT_EXERCISED and "connection reset" in blind.text
-    # nothing sampled at all (no storage host, no store): no evidence, not "read nothing"
-    assert "no storage-side evidence" in pair(0.0, 0.0, hosts=0.0).text
+    # nothing sampled at all (no storage host): no evidence, not "read nothing"
+    assert "no device of the accelerator was sampled" in pair(0.0, 0.0, hosts=0.0).text
     # the setting is a weaker one: a PASS it allowed needs a reviewer's sign-off
     raw = {"gates": {"g3": {"evidence": {"allow_storage_evidence": True}}}}
     assert [d.key for d in weakened(raw)] == ["gates.g3.evidence.allow_storage_evidence"]
@@ -111,19 +126,41 @@ def test_storage_evidence_only_when_allowed_and_only_one_way() -> None:
                            "baseline": rep({})}, Evidence()).kind is ProblemKind.NOT_EXERCISED
 
 
-def test_engine_counters_with_a_storage_host_that_read_nothing_are_not_enough() -> None:
+def test_engine_counters_need_device_reads_in_proportion_to_the_hits_they_count() -> None:
     """Counters count hits from any external tier; one in memory survives the engine's
-    restart too. Where the storage hosts were sampled, they must have been read."""
-    counted = {"exposes_external": True, "external_hit_share": 0.9}
+    restart too. The accelerator's devices must have read at least half of the KV bytes
+    the counted hits stand for, whatever the engine says."""
+    counted = {"exposes_external": True, "external_hit_share": 0.9,
+               "external_hit_tokens": 64 * 30000.0, "kv_bytes_per_token": 262144.0}  # 503 GB
     unread = {**counted, "storage": {"bytes_read": 0.0, "hosts": 1.0}}
     problem = check_evidence({"accelerated": rep(unread), "baseline": rep({})}, Evidence())
     assert problem.kind is ProblemKind.NOT_EXERCISED
-    assert "storage hosts read nothing" in problem.text
-    read = {**counted, "storage": {"bytes_read": 5e9, "hosts": 1.0}}
+    assert "devices read nothing" in problem.text
+    # the review's route: a 4 KiB read every half second beside a KV store in memory
+    trickle = {**counted, "storage": {"bytes_read": 4096.0 * 120, "hosts": 1.0}}
+    problem = check_evidence({"accelerated": rep(trickle), "baseline": rep({})}, Evidence())
+    assert problem.kind is ProblemKind.NOT_EXERCISED and "served 100%" in problem.text
+    read = {**counted, "storage": {"bytes_read": 400e9, "hosts": 1.0}}
     assert check_evidence({"accelerated": rep(read), "baseline": rep({})}, Evidence()) is None
-    # no storage host sampled (none in the inventory's storage group): counters decide
-    assert check_evidence({"accelerated": rep(counted), "baseline": rep({})},
-                          Evidence()) is None
+    # the baseline read from the accelerator's devices too: more than 5 % is contamination
+    base = {"storage": {"bytes_read": 30e9, "hosts": 1.0}}
+    problem = check_evidence({"accelerated": rep(read), "baseline": rep(base)}, Evidence())
+    assert problem.kind is ProblemKind.CONTAMINATED
+    # no device sampled (no host in the storage groups): the counters alone prove nothing
+    problem = check_evidence({"accelerated": rep(counted), "baseline": rep({})}, Evidence())
+    assert problem.kind is ProblemKind.NOT_EXERCISED
+    assert "no device of the accelerator was sampled" in problem.text
+
+
+def test_a_tier_in_front_of_the_accelerator_is_named() -> None:
+    from harness.g3.devices import other_tier_note
+
+    counted = {"exposes_external": True, "external_hit_tokens": 1000.0,
+               "kv_bytes_per_token": 1e6}  # 1 GB cold
+    assert other_tier_note({**counted, "storage": {"bytes_read": 0.95e9}}) is None
+    note = other_tier_note({**counted, "storage": {"bytes_read": 0.6e9}})
+    assert note is not None and note[1].startswith("another tier in front of the accelerator")
+    assert note[2].params == {"share": "40%", "read": "60%"}
 
 
 def test_probe_assessment_says_what_g3_can_prove() -> None:
@@ -208,17 +245,22 @@ def test_mooncake_counters_are_storage_side_evidence_not_an_engines_word() -> No
     assert "no engine counter" in problem.text
     allowed = Evidence(allow_storage_evidence=True)
     small = {"client_prompt_tokens": 8.0, "kv_bytes_per_token": 262144.0}  # 2 MB of KV
-    assert check_evidence({"accelerated": rep({**acc, **small}), "baseline": rep(still)},
-                          allowed) is None
-    # 8 MB served to a phase that moved 537 GB of KV: not the tier that served it
-    big = {"client_prompt_tokens": 64 * 32000.0, "kv_bytes_per_token": 262144.0}
-    problem = check_evidence({"accelerated": rep({**acc, **big}), "baseline": rep(still)},
+    disk = {"storage": {"bytes_read": 2e6, "hosts": 1.0}}
+    nodisk = {"storage": {"bytes_read": 0.0, "hosts": 1.0}}
+    assert check_evidence({"accelerated": rep({**acc, **small, **disk}),
+                           "baseline": rep({**still, **nodisk})}, allowed) is None
+    # the store's counters never stand in for the devices' reads: without them, nothing
+    problem = check_evidence({"accelerated": rep({**acc, **small}), "baseline": rep(still)},
                              allowed)
-    assert problem is not None and problem.kind is ProblemKind.NOT_EXERCISED
-    assert "KV store served 0.01 GB" in problem.text
+    assert problem is not None and "no device of the accelerator was sampled" in problem.text
+    # the store found nothing for the accelerated arm although the devices were read
+    empty = summed_evidence([llama, idle], [llama, idle], cache_evidence, engines=1)
+    problem = check_evidence({"accelerated": rep({**empty, **small, **disk}),
+                              "baseline": rep({**still, **nodisk})}, allowed)
+    assert problem is not None and "KV store found nothing" in problem.text
     # the baseline's phase found objects in the store: contaminated
     served = summed_evidence([llama, idle], [llama, read], cache_evidence, engines=1)
-    problem = check_evidence({"accelerated": rep({**acc, **small}), "baseline": rep(served)},
-                             allowed)
+    problem = check_evidence({"accelerated": rep({**acc, **small, **disk}),
+                              "baseline": rep({**served, **nodisk})}, allowed)
     assert problem is not None and problem.kind is ProblemKind.CONTAMINATED
     assert "KV store found 900 objects" in problem.text

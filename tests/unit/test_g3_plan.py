@@ -136,8 +136,15 @@ def test_throughput_counts_the_fixed_length_not_the_servers_word() -> None:
     assert kind(length_problem("baseline", no_usage, 0.01)) is ProblemKind.TOKENS_DISAGREE
 
 
+DEVICES = {"storage": {"bytes_read": 1e9, "hosts": 1.0}, "external_hit_tokens": 1000.0,
+           "kv_bytes_per_token": 1e6}  # the accelerator's devices read the 1 GB cold KV
+
+
 @pytest.mark.parametrize(("acc", "base", "words"), [
-    ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 0}, ""),
+    ({"exposes_external": True, "external_hit_share": 0.9, **DEVICES},
+     {"external_hit_tokens": 0}, ""),
+    ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 0},
+     "no device of the accelerator was sampled"),
     ({"exposes_external": False, "external_hit_share": 0.0}, {}, "no engine counter"),
     ({"exposes_external": True, "external_hit_share": 0.2}, {}, "accelerator not exercised"),
     ({"exposes_external": True, "external_hit_share": 0.9}, {"external_hit_tokens": 512},

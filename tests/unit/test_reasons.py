@@ -134,6 +134,24 @@ def test_the_english_catalogue_says_what_the_evidence_rules_wrote() -> None:
         p = check_evidence({"baseline": _Arm(ok, {**cold, **base}),
                             "accelerated": _Arm(ok, {**cold, **kv, **acc})}, allowed)
         assert p is not None and _en(p.why) == p.text, (acc, base)
+    # the accelerator's devices against the cold KV, the engines inspected, two clocks
+    counted = {**good, "external_hit_tokens": 1000.0, "kv_bytes_per_token": 1e6}
+    r2: list[tuple[JSONDict, JSONDict]] = [
+        ({**counted, "storage": {"bytes_read": 3e8, "hosts": 1.0}}, {}),
+        ({**counted, "storage": {"bytes_read": 1e9, "hosts": 0.0}}, {}),
+        ({**counted, "client_sent": 64, "client_completed": 64, "engine_requests": 3.0}, {}),
+        ({**counted, "client_prompt_tokens": 900.0, "engine_prompt_tokens": 2.0}, {}),
+        ({**counted, "storage": {"bytes_read": 1e9, "hosts": 1.0},
+          "server_ttft_mean_s": 1.0, "client_ttft_mean_s": 1.0},
+         {"server_ttft_mean_s": 1.0, "client_ttft_mean_s": 2.0}),
+        ({**counted, "storage": {"bytes_read": 1e9, "hosts": 1.0},
+          "server_e2e_mean_s": 1.0, "client_e2e_mean_s": 1.0},
+         {"server_e2e_mean_s": 1.0, "client_e2e_mean_s": 2.0}),
+    ]
+    for acc, base in r2:
+        p = check_evidence({"baseline": _Arm(ok, {**cold, **base}),
+                            "accelerated": _Arm(ok, {**cold, **acc})}, Evidence())
+        assert p is not None and _en(p.why) == p.text, (acc, base)
     short = length_problem("accelerated", PhaseTokens(64, 10, 2, 0), 0.02)
     assert short is not None and _en(short.why) == short.text
 

@@ -323,7 +323,8 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         rules_table=g3_rules.rules_table(cells, t) if not cells.empty else None,
         storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
         storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
-        evidence=g3_evidence.evidence_table(frames, ctx))
+        evidence=g3_evidence.evidence_table(frames, ctx),
+        crosschecks=g3_evidence.crosscheck_table(frames, ctx))
     return Contribution(section=section, criteria=crit,
                         findings=[*findings(frames, t, th, crit),
                                   *g3_page1.weakened_finding(run, t)],

@@ -23,6 +23,12 @@ MAX_WIDE_FIELDS = 5
 PREFERRED = ("prompt_tokens", "external_hit_tokens", "external_hits", "lmcache_hit_tokens",
              "prefix_hits")
 FLAGS = ("exposes_external",)
+# Evidence fields the cross-checks table shows (means, counts of requests, device bytes):
+# never summed into the cache-hit table.
+CROSSCHECK = ("device_bytes_read", "cold_kv_tokens", "kv_bytes_per_token", "kv_compression",
+              "server_ttft_mean_s", "client_ttft_mean_s", "server_e2e_mean_s",
+              "client_e2e_mean_s", "engine_requests", "engine_prompt_tokens", "client_sent",
+              "client_completed", "client_prompt_tokens")
 
 
 # Phases a resume replaced (the unfinished pair is measured again) are kept in the store
@@ -116,7 +122,8 @@ def evidence_table(frames: RunFrames, ctx: Context) -> Table | None:
     t = ctx.t
     ev = ev.assign(field=ev["metric"].str.slice(len(EVIDENCE_PREFIX))).join(
         bm.set_index("id")[["arm", "layout", "tier"]], on="benchmark_id")
-    counters = ev[~ev["field"].str.endswith("_share") & ~ev["field"].isin(FLAGS)]
+    counters = ev[~ev["field"].str.endswith("_share") & ~ev["field"].isin(FLAGS)
+                  & ~ev["field"].isin(CROSSCHECK)]
     wide = counters.groupby(["layout", "tier", "arm", "field"], sort=True)["value"].sum(
     ).unstack("field")
     present = [str(f) for f in wide.columns]
@@ -138,6 +145,60 @@ def evidence_table(frames: RunFrames, ctx: Context) -> Table | None:
             cells.append(fmt.pct(float(share.iloc[i])))
         rows.append(cells)
     return Table(columns=cols, rows=rows)
+
+
+def crosscheck_table(frames: RunFrames, ctx: Context) -> Table | None:
+    """What G3 held the vendor-controlled parts against, per layout x tier x arm over the
+    measured repetitions (docs/g3.md): the accelerator's devices' reads against the cold
+    KV the accelerated arm recovered, the requests the engines counted against those the
+    gate sent, and the two clocks' mean TTFT and e2e (client / engine). None for runs
+    stored before these were recorded."""
+    s = frames.series
+    bm = measured(frames)
+    if s.empty or bm.empty:
+        return None
+    names = [EVIDENCE_PREFIX + f for f in CROSSCHECK]
+    ev = s[s["metric"].isin(names) & s["benchmark_id"].isin(bm["id"])]
+    if ev.empty:
+        return None
+    t = ctx.t
+    ev = ev.assign(field=ev["metric"].str.slice(len(EVIDENCE_PREFIX))).join(
+        bm.set_index("id")[["arm", "layout", "tier"]], on="benchmark_id")
+    wide = ev.pivot_table(index=["layout", "tier", "arm", "benchmark_id"], columns="field",
+                          values="value", aggfunc="first")
+
+    def col(frame: pd.DataFrame, name: str) -> pd.Series:
+        return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
+
+    rows = []
+    for (layout, tier, arm), g in wide.groupby(level=["layout", "tier", "arm"], sort=True):
+        read = float(col(g, "device_bytes_read").sum())
+        cold = float((col(g, "cold_kv_tokens") * col(g, "kv_bytes_per_token")
+                      / col(g, "kv_compression").fillna(1.0)).sum())
+        share = fmt.pct(read / cold) if arm == "accelerated" and cold > 0 else fmt.dash()
+        seen, sent = col(g, "engine_requests").sum(min_count=1), col(g, "client_sent").sum()
+
+        rows.append([str(layout), str(tier), _arm_word(t, str(arm)),
+                     f"{read / 1e9:.2f} GB", share,
+                     f"{fmt.number(_f(seen))} / {fmt.number(_f(sent))}",
+                     _means(col(g, "client_ttft_mean_s"), col(g, "server_ttft_mean_s")),
+                     _means(col(g, "client_e2e_mean_s"), col(g, "server_e2e_mean_s"))])
+    return Table(columns=[t("col.layout"), t("col.tier"), t("col.arm"), t("col.device_reads"),
+                          t("col.of_cold_kv"), t("col.requests_engine_gate"),
+                          t("col.ttft_client_engine"), t("col.e2e_client_engine")],
+                 rows=rows)
+
+
+def _means(client: pd.Series, server: pd.Series) -> str:
+    return f"{fmt.seconds(_f(client.mean()))} / {fmt.seconds(_f(server.mean()))}"
+
+
+def _f(v: object) -> float | None:
+    try:
+        x = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(x) else x
 
 
 def _arm_word(t: Translator, arm: str) -> str:

@@ -1,0 +1,83 @@
+"""The accelerator's devices must have done the work (issue 24, item 1), on the one-cell
+simulated site (TP8, tier 4, speed 30).
+
+The review's route: a KV store held in memory in front of the flash (an LMCache server, a
+Mooncake DRAM pool) survives the engine's restart, so the engine's tier counters count
+every hit while the flash reads little or nothing. The simulator's `--memory-tier SHARE`
+serves that share of the tier's loads from such a store: counted as external hits, never
+read from the device. All from memory: "accelerator not exercised"; most from memory: the
+same, naming the share another tier served; a quarter from memory: the cell may pass its
+criteria, but the other tier is named and the PASS needs a reviewer's sign-off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from g3_site import Site, one_cell_site
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    with one_cell_site(tmp_path) as made:
+        yield made
+
+
+def with_memory_tier(site: Site, share: float) -> None:
+    """The accelerated arm's engine with a DRAM tier in front of its device; the knob is
+    allowed to differ (the vendor declared it, as an LMCache server's config would be)."""
+    arm = site.arm("accelerated")
+    start = dict(arm["start"])  # type: ignore[call-overload]
+    start["command"] = [w for w in start["command"]]
+    if "--memory-tier" in start["command"]:
+        i = start["command"].index("--memory-tier")
+        start["command"][i + 1] = str(share)
+    else:
+        start["command"] += ["--memory-tier", str(share)]
+    allowed = [p for p in arm.get("differs_by") or []  # type: ignore[attr-defined]
+               if "memory" not in p]
+    site.edit({"arms": {"accelerated": {
+        "start": start,
+        "differs_by": [*allowed, "argv:--memory-tier", "server:gate_sim*memory_tier"]}}})
+
+
+def cell(site: Site, run: int) -> dict[str, object]:
+    return next(c for c in site.run_json(run)["checks"]  # type: ignore[attr-defined]
+                if c["name"] == "test_cell")
+
+
+def test_a_kv_store_in_memory_in_front_of_the_flash_is_not_the_accelerators_work(
+        site: Site) -> None:
+    with_memory_tier(site, 1.0)
+    out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
+    assert out.returncode == 2, out.stdout + out.stderr[-2000:]
+    first = cell(site, 1)
+    assert first["outcome"] == "INCONCLUSIVE"
+    assert "accelerator not exercised: the accelerator's devices read nothing" in \
+        str(first["message"])
+    # the engine counted every hit: the counters alone would have passed this phase
+    summary = site.query("SELECT summary FROM benchmark WHERE run_id = 1 AND "
+                         "arm = 'accelerated' AND phase = 'measured'")
+    evidence = json.loads(str(summary[0][0]))["evidence"]
+    assert evidence["external_hit_share"] > 0.9 and evidence["storage"]["bytes_read"] == 0
+
+    with_memory_tier(site, 0.6)
+    out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
+    assert out.returncode == 2, out.stdout + out.stderr[-2000:]
+    most = str(cell(site, 2)["message"])
+    assert "of the 268.44 GB of KV it recovered cold (< 50%): another tier (memory?) " \
+           "served 59%" in most, most
+
+    with_memory_tier(site, 0.25)
+    out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
+    assert out.returncode == 2, out.stdout + out.stderr[-2000:]
+    quarter = cell(site, 3)
+    assert quarter["outcome"] == "INCONCLUSIVE"
+    assert "another tier in front of the accelerator (memory?) served 25% of the cold KV" \
+        in str(quarter["measured"])
+    assert site.run_json(3)["verdict"] != "PASS"
