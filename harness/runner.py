@@ -36,6 +36,10 @@ from harness.registry import GATES, GateSpec, gate_spec
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.verdict import SIGNOFF_REASON, Verdict, combine
+from harness.workflow.run_inputs import ARTIFACT_KIND as INPUTS_KIND
+from harness.workflow.run_inputs import MANIFEST as INPUTS_MANIFEST
+from harness.workflow.run_inputs import RunInput, manifest_text, run_inputs
+from harness.workflow.run_inputs import digest as inputs_digest
 
 HEARTBEAT_EVERY = 15.0
 # Told each check's result as it is stored: (check name, host or None, verdict, message).
@@ -147,7 +151,37 @@ def check_site(gate: str, loaded: LoadedConfig, inventory_path: Path | None = No
                 if exc.file is None and exc.key is not None:
                     exc.file = str(loaded.path)  # the key is the config's
                 raise
+        _check_optional(gate, loaded, inventory)
     return inventory
+
+
+def _check_optional(gate: str, loaded: LoadedConfig, inventory: Inventory) -> None:
+    """Each `gates.gN.optional` entry names a check the packaged suite plans, exactly
+    (exit 4 otherwise, with the closest check): a typo makes nothing optional."""
+    from harness.config.optional import check_optional
+
+    spec = gate_spec(gate)
+    declared = getattr(suite_module(gate), "expected_checks", None)
+    entries = getattr(loaded.config.gates, spec.config_key).optional
+    if declared is None or not entries:
+        return
+    check_optional(entries, list(declared(loaded.config, inventory)),
+                   key=f"gates.{spec.config_key}.optional", file=str(loaded.path),
+                   functions=suite_functions(gate))
+
+
+def suite_functions(gate: str) -> list[str]:
+    """Every check function the packaged suite defines, whether this config plans it or
+    not: `optional: [test_gdsio]` on a site without gdsio configured is no typo."""
+    import ast
+
+    found: set[str] = set()
+    # read, not imported: pytest imports the suite itself (and rewrites its asserts)
+    for path in Path(suite_module(gate).__file__).parent.glob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+                  and n.name.startswith("test_")}
+    return sorted(found)
 
 
 def prepare_inventory(req: RunRequest) -> Inventory:
@@ -185,6 +219,7 @@ class Prepared:
     inventory: Inventory
     plan: Plan
     custom: str  # a custom suite's path and digest; '' for the packaged one
+    inputs: tuple[RunInput, ...] = ()  # the local files the run reads (resume compares)
 
 
 def prepare(req: RunRequest) -> Prepared:
@@ -193,7 +228,17 @@ def prepare(req: RunRequest) -> Prepared:
     inventory = prepare_inventory(req)
     plan = gate_plan(req, inventory)
     custom = suite_digest(suite) if req.suite_dir is not None else ""
-    return Prepared(passthrough, suite, inventory, plan, custom)
+    return Prepared(passthrough, suite, inventory, plan, custom,
+                    run_inputs(req.loaded, req.inventory_path))
+
+
+def _record_inputs(req: RunRequest, run_id: int, artifact_dir: Path,
+                   inputs: tuple[RunInput, ...]) -> None:
+    """The run's inputs beside its artifacts (their digest is the run's config_hash), so
+    a refused resume can name the file that changed."""
+    path = artifact_dir / INPUTS_MANIFEST
+    path.write_text(manifest_text(inputs), encoding="utf-8")
+    store_runs.add_artifact(req.store, run_id, path, kind=INPUTS_KIND)
 
 
 def run_gate(req: RunRequest, progress: Progress | None = None,
@@ -206,7 +251,7 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
     run_id = req.resume_run or store_runs.start_gate_run(req.store, store_runs.NewRun(
         campaign=cfg.campaign.name, site=cfg.site.name, customer=cfg.site.customer,
         kind="gate", gate=req.gate, forced=req.forced, trigger=req.trigger,
-        simulated=cfg.simulated, config_hash=req.loaded.digest(),
+        simulated=cfg.simulated, config_hash=inputs_digest(p.inputs),
         config_json=req.loaded.config.model_dump(mode="json"),
         operator=req.operator or cfg.campaign.operator or getpass.getuser(),
         hosts=tuple(inventory.hosts), args=tuple(req.pytest_args), suite=custom,
@@ -214,6 +259,8 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)
+    if req.resume_run is None:
+        _record_inputs(req, run_id, artifact_dir, p.inputs)
     optional = list(getattr(cfg.gates, gate_spec(req.gate).config_key).optional)
     if req.suite_dir is None:  # checks the suite itself declares skippable (G1: unverifiable)
         declared = getattr(suite_module(req.gate), "optional_checks", None)

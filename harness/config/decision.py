@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from harness.config.knobs import undocumented
 from harness.config.models import CRITERIA, G3, Evidence, G3Thresholds, LoadHealth, Repetitions
 
 Weaker = Literal["lower", "higher"]
@@ -83,6 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
             "GPU prefix-cache hits allowed after a cold restart"),
     Setting((*_G3, "evidence", "max_token_disagreement"), Evidence, "higher",
             "requests whose server token count may disagree with the fixed length"),
+    Setting((*_G3, "evidence", "kv_compression"), Evidence, "higher",
+            "how much smaller the accelerator stores KV (its devices must read half the "
+            "cold KV bytes divided by this)"),
     # A looser client-health bound lets a starved load generator decide a cell.
     Setting((*_HEALTH, "max_loop_lag_p99_ms"), LoadHealth, "higher",
             "event-loop lag (p99) the load generator may have"),
@@ -96,6 +100,12 @@ SETTINGS: tuple[Setting, ...] = (
             "busy share of the client host's cores"),
     Setting((*_HEALTH, "max_sim_lag_share"), LoadHealth, "higher",
             "how far a simulated engine may fall behind its modelled schedule"),
+    Setting((*_HEALTH, "max_client_delay_share"), LoadHealth, "higher",
+            "the load generator's mean delay as a share of the TTFT p50 it measures"),
+    Setting((*_HEALTH, "max_client_tail_share"), LoadHealth, "higher",
+            "the load generator's p99 delay as a share of the TTFT p50 it measures"),
+    Setting((*_HEALTH, "max_rate_shortfall"), LoadHealth, "higher",
+            "how far an open loop's send rate may fall short of its target"),
 )
 
 
@@ -139,7 +149,7 @@ def deviations(raw: Mapping[str, Any]) -> list[Deviation]:
         weakened = (s.weaker == "lower" and value < s.default) or \
                    (s.weaker == "higher" and value > s.default)
         out.append(Deviation(s.key, _num(float(value)), _num(s.default), weakened, s.why))
-    out += _drop_caches(raw) + _criteria(raw)
+    out += _drop_caches(raw) + _criteria(raw) + _differs_by(raw)
     if _get(raw, (*_G3, "engine_process_check")) is False:
         out.append(Deviation("gates.g3.engine_process_check", "false", "true", True,
                              "the engines' argv and environment are not compared"))
@@ -185,6 +195,27 @@ def _criteria(raw: Mapping[str, Any]) -> list[Deviation]:
                                  ", ".join(CRITERIA), True,
                                  f"{layout} is not judged on {', '.join(dropped)}"))
     return out
+
+
+DIFFERS_BY = "arms.accelerated.differs_by"
+
+
+def _differs_by(raw: Mapping[str, Any]) -> list[Deviation]:
+    """What the arms may differ in is a decision: a pattern outside the accelerator's
+    documented knobs (harness/config/knobs.py) lets an undocumented difference through,
+    so the result needs a reviewer's sign-off."""
+    patterns = _get(raw, ("arms", "accelerated", "differs_by"))
+    if not isinstance(patterns, list):
+        return []
+    engine = raw.get("engine")
+    other = undocumented([str(p) for p in patterns],
+                         engine if isinstance(engine, str) else None,
+                         bool(raw.get("simulated")))
+    if not other:
+        return []
+    return [Deviation(DIFFERS_BY, ", ".join(other), "the accelerator's documented knobs",
+                      True, "the arms may differ in what the accelerator is not documented "
+                      "to change: " + ", ".join(other))]
 
 
 def weakened(raw: Mapping[str, Any]) -> list[Deviation]:

@@ -7,6 +7,7 @@ rejected (extra="forbid") so a typo never silently changes a gate.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -34,7 +35,7 @@ __all__ = [
     "Campaign", "CommandAction", "Criterion", "Estimate", "Evidence", "FileDigest",
     "FioSpec", "FioTarget", "Frozen", "G2Serving", "G3Thresholds", "Gates", "Gdsio", "GpuBom",
     "Instance", "Layout", "Load", "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom",
-    "PlaybookAction", "Repetitions", "Report", "Site", "SiteConfig", "SoftwareBom",
+    "PlaybookAction", "Proxy", "Repetitions", "Report", "Site", "SiteConfig", "SoftwareBom",
     "VolumeBom", "WeightsBom", "Workload",
 ]
 
@@ -85,19 +86,35 @@ class CommandAction(Frozen):
 Action = PlaybookAction | CommandAction
 
 
+class Proxy(Frozen):
+    """A proxy an arm's endpoint URL reaches instead of the engine (TLS termination, a
+    router): gate reads its process too and compares it between the arms (docs/g3.md
+    "The endpoint measured is the process inspected")."""
+
+    # The inventory host it runs on; None: the one whose address or name is the URL's host.
+    host: str | None = Field(default=None, min_length=1)
+    # The port it listens on; None: the URL's.
+    port: int | None = Field(default=None, ge=1, le=65535)
+
+
 class Arm(Frozen):
     """One side of the A/B: how to start, stop and cold-restart it."""
 
     start: Action
     stop: Action
     restart: Action | None = None
-    # Per-layout endpoint URLs, when they are not http://<host>:<port> of the layout.
+    # Per-layout endpoint URLs, when they are not http://<host>:<port> of the layout. Each
+    # must be served by the layout's engine process itself, or be declared in `proxies`.
     endpoints: dict[str, list[str]] = Field(default_factory=dict)
+    # Endpoint URLs (as in `endpoints`) that reach a proxy in front of the engine.
+    proxies: dict[str, Proxy] = Field(default_factory=dict)
     health_timeout: float = Field(default=900.0, gt=0)
     # What may differ between the running engines of the two arms (accelerated only):
     # glob patterns over the compared keys, e.g. `argv:--kv-transfer-config`, `env:LMCACHE_*`,
     # `server:gate_sim.external_tier` (docs/g3.md "Arms that differ"). Anything else that
-    # differs keeps a cell from passing.
+    # differs keeps a cell from passing. A pattern allowing every key of a kind is refused
+    # at load; one outside the accelerator's documented knobs (harness/config/knobs.py)
+    # needs a reviewer's sign-off (harness/config/decision.py).
     differs_by: list[str] = Field(default_factory=list)
     # The engine's log files on each instance's host (`{layout}`, `{instance}`, `{port}`,
     # `{tp}`, `{arm}` filled in): fetched after each stop into the run's evidence
@@ -108,6 +125,18 @@ class Arm(Frozen):
 class Arms(Frozen):
     baseline: Arm
     accelerated: Arm
+    # The Python packages of the engine whose version, location and files both arms must
+    # share (top-level import names); empty: the engine profile's (vllm, sglang, ...) and
+    # the module the engine runs (`python -m NAME`: harness for the simulator).
+    engine_packages: list[str] = Field(default_factory=list)
+
+    @field_validator("engine_packages")
+    @classmethod
+    def _import_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+        if bad:
+            raise ValueError(f"not a top-level import name: {bad[0]!r} (e.g. vllm, lmcache)")
+        return names
 
 
 class Instance(Frozen):
@@ -154,6 +183,17 @@ class LoadHealth(Frozen):
     # counter). The demo on a busy 2-core machine shows 1-13 %; 25 % leaves CI room.
     # G3 tightens it to 10 % (harness/g3/records.py: G3_MAX_SIM_LAG_SHARE).
     max_sim_lag_share: float = Field(default=0.25, gt=0, le=1)
+    # The client's own delay against what the phase measured (docs/metrics.md "Phase
+    # health"): the mean event-loop lag (what a timestamp waits on average) as a share of
+    # the phase's TTFT p50. The demo on a busy 2-core machine shows at most 6 %; a client
+    # starved at c=64 against a no-op server (TTFT p50 43-70 ms) showed 13-33 %.
+    max_client_delay_share: float = Field(default=0.10, gt=0, le=1)
+    # ... and its p99 against the same TTFT p50: the demo shows at most 0.5; a client at
+    # 3000 req/s showed 2.5 (lag p99 4.3 ms against a TTFT p50 of 1.7 ms).
+    max_client_tail_share: float = Field(default=1.0, gt=0, le=10)
+    # Open loop: the rate the requests went out at may fall short of --rate by this share
+    # (when the last send is also more than late_after_ms behind its schedule).
+    max_rate_shortfall: float = Field(default=0.05, gt=0, le=1)
 
 
 class Load(Frozen):
@@ -221,6 +261,10 @@ class Evidence(Frozen):
     storage_groups: list[str] = Field(default_factory=lambda: ["storage"])
     diskstats: str = "/proc/diskstats"  # path on the storage hosts
     devices: list[str] = Field(default_factory=list, description="empty: every whole disk")
+    # How many times smaller the accelerator stores KV than the engine holds it (a tier
+    # that compresses): its devices must read at least half of the cold KV bytes / this.
+    # A weaker setting above 1: the result needs a sign-off.
+    kv_compression: float = Field(default=1.0, ge=1.0, le=16.0)
     # Where the engine exposes no counter that proves the tier was read (llama.cpp, TGI,
     # Ollama, SGLang without a storage backend), storage read bandwidth on the storage
     # hosts may stand in for it only when this is set; otherwise such a cell is

@@ -53,8 +53,8 @@ COMMENTS: dict[str, str] = {
     "model.dtype": "KV cache type: bf16 | fp16 | fp8 | fp32",
     "model.max_model_len": "the engines' context limit; null: not checked",
     "arms": "what differs between the two sides of the A/B: how each starts, stops, restarts "
-            "(a playbook or a command; also endpoints, health_timeout 900 s, differs_by, "
-            "logs)",
+            "(a playbook or a command; also endpoints, proxies, health_timeout 900 s, "
+            "differs_by, logs; engine_packages beside the arms)",
     "layouts": "what both arms share: name, tp, pp (default 1), instances of host, port, "
                "scheme (default http)",
     "load": "how the load generator runs",
@@ -72,6 +72,12 @@ COMMENTS: dict[str, str] = {
     "load.health.max_host_cpu": "the whole host's CPU, share of all cores (1.0: not judged)",
     "load.health.max_sim_lag_share": "a simulated engine's worst wake behind its schedule, "
                                      "share of the phase (G3 uses at most 0.10)",
+    "load.health.max_client_delay_share": "mean event-loop lag, share of the TTFT p50 "
+                                          "the phase measured",
+    "load.health.max_client_tail_share": "event-loop lag p99, share of the TTFT p50 "
+                                         "the phase measured",
+    "load.health.max_rate_shortfall": "open loop: how far the send rate may fall short "
+                                      "of --rate",
     "workload": "what each load phase asks",
     "workload.kind": "doc-qa: long documents, then a question on each (cold KV recovery)",
     "workload.doc_tokens": "tokens of each document",
@@ -162,7 +168,11 @@ COMMENTS: dict[str, str] = {
     "gates.g3.evidence.metrics_interval": "seconds between /metrics samples of the engines",
     "gates.g3.evidence.storage_groups": "inventory groups whose disks are sampled",
     "gates.g3.evidence.diskstats": "the diskstats file on the storage hosts",
-    "gates.g3.evidence.devices": "disks to sample; empty: every whole disk",
+    "gates.g3.evidence.devices": "the accelerator's block devices on the storage hosts, "
+                                 "as /proc/diskstats names them (required at a real site: "
+                                 "their reads must cover the cold KV)",
+    "gates.g3.evidence.kv_compression": "how much smaller the tier stores KV (above 1: "
+                                        "needs a sign-off)",
     "gates.g3.evidence.allow_storage_evidence": "an engine with no tier counter may rest on "
         "storage read bandwidth (weaker: a PASS needs a sign-off)",
     "gates.g3.evidence.store_metrics": "base URLs of KV stores' own /metrics (Mooncake "
@@ -193,6 +203,7 @@ COMMENTS: dict[str, str] = {
 
 # Values a site fills in, and the sections without a useful default, as YAML lines.
 EXAMPLES: dict[str, list[str]] = {
+    "gates.g3.evidence.devices": ["[nvme1n1]"],
     "site.name": ["acme-sh-dc2"],
     "site.customer": ["ACME"],
     "site.vendor": ["FlashCo"],
@@ -211,7 +222,8 @@ EXAMPLES: dict[str, list[str]] = {
         "  stop:    {playbook: serve.yml, vars: {action: stop}}",
         "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: fx100}}",
         "  # The only differences G3 accepts between the arms' running engines (globs over",
-        "  # argv / env / what the server reports; `gate run G3` names any other):",
+        "  # argv / env / what the server reports; `gate run G3` names any other). Outside",
+        "  # the accelerator's documented knobs a pattern needs a reviewer's sign-off:",
         "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
         "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
     ],

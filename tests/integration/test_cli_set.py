@@ -11,6 +11,7 @@ from gate_testing import MINIMAL_CONFIG, GateRunner
 from harness.config.loader import load_config
 from harness.store import runs
 from harness.store.db import Store
+from harness.workflow.run_inputs import digest, run_inputs
 
 G3_SITE = MINIMAL_CONFIG + """\
 arms:
@@ -18,6 +19,7 @@ arms:
   accelerated: {start: {command: [/bin/true]}, stop: {command: [/bin/true]}}
 layouts:
   - {name: TP8, tp: 8, instances: [{host: gpu1, port: 8000}]}
+gates: {g3: {evidence: {devices: [nvme1n1]}}}
 """
 
 
@@ -87,7 +89,8 @@ def test_resume_needs_the_same_set(gate_cli: GateRunner, site_dir: Path) -> None
     store = Store(f"sqlite:///{site_dir / 'gate.db'}")
     rid = runs.start_run(store, runs.NewRun(
         campaign="test-campaign", site="test-site", customer="", kind="gate", gate="G3",
-        config_hash=started.digest(), config_json=started.config.model_dump(mode="json"),
+        config_hash=digest(run_inputs(started)),
+        config_json=started.config.model_dump(mode="json"),
         hosts=("elsewhere",)))
     store.close()
     line = one_line(gate_cli("resume", str(rid)), "differ from the ones run",
