@@ -12,18 +12,23 @@ from harness.store.db import Store
 from harness.store.schema import ArtifactRow, HostFactRow, RunRow
 
 
-def gate_facts(store: Store, run_id: int, gate: str, key: str) -> dict[str, tuple[int, Any]]:
-    """host -> (run, value): the latest `key` each host has in a run of `gate` in
-    run_id's campaign (G3 reads the GPUs G1 counted on each host)."""
+def gate_facts(store: Store, run_id: int, gate: str | None, key: str, *,
+               earlier: bool = False) -> dict[str, tuple[int, Any]]:
+    """host -> (run, value): the latest `key` each host has in a run of `gate` (None: the
+    run's own gate) in the run's campaign; `earlier`: only runs before it. G3 reads the
+    GPUs G1 counted on each host; G1 what the arrival before a part was replaced saw."""
     with store.session() as s:
         run = s.get(RunRow, run_id)
         if run is None:
             return {}
         q = (select(HostFactRow.host, HostFactRow.value, RunRow.id)
              .join(RunRow, RunRow.id == HostFactRow.run_id)
-             .where(RunRow.campaign_id == run.campaign_id, RunRow.gate == gate,
+             .where(RunRow.campaign_id == run.campaign_id,
+                    RunRow.gate == (gate if gate is not None else run.gate),
                     HostFactRow.key == key)
              .order_by(RunRow.id, HostFactRow.id))
+        if earlier:
+            q = q.where(RunRow.id < run_id)
         return {host: (rid, value) for host, value, rid in s.execute(q)}
 
 

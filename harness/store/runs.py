@@ -335,16 +335,9 @@ def add_host_fact(store: Store, run_id: int, *, host: str, key: str, value: Any,
 def earlier_facts(store: Store, run_id: int, key: str) -> dict[str, tuple[int, Any]]:
     """host -> (run, value): the latest `key` each host had in the earlier runs of the same
     campaign and gate (what the arrival before a part was replaced recorded)."""
-    with store.session() as s:
-        run = s.get(RunRow, run_id)
-        if run is None:
-            return {}
-        q = (select(HostFactRow.host, HostFactRow.value, RunRow.id)
-             .join(RunRow, RunRow.id == HostFactRow.run_id)
-             .where(RunRow.campaign_id == run.campaign_id, RunRow.gate == run.gate,
-                    RunRow.id < run_id, HostFactRow.key == key)
-             .order_by(RunRow.id, HostFactRow.id))
-        return {host: (rid, value) for host, value, rid in s.execute(q)}
+    from harness.store.lookups import gate_facts
+
+    return gate_facts(store, run_id, None, key, earlier=True)
 
 
 def add_artifact(store: Store, run_id: int, path: Path, *, kind: str = "",
