@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import GateError
+from harness.g3.clocks import client_clock, server_clock
+from harness.g3.devices import cold_kv_tokens
 from harness.g3.problems import JSONDict
+from harness.loadgen.records import RequestRecord
 from harness.probes.diskstats import total_bytes_read
 from harness.probes.prometheus import CacheEvidence, MetricsSnapshot
 from harness.transport import Transport
@@ -97,6 +100,24 @@ class StorageSampler:
 
 
 Scraper = Callable[[str], MetricsSnapshot]
+
+
+def crosschecks(before: Sequence[MetricsSnapshot], after: Sequence[MetricsSnapshot],
+                records: Sequence[RequestRecord], lag_p99_ms: float | None,
+                evidence: JSONDict) -> JSONDict:
+    """What a measured phase's parts the vendor controls are held against (stored with its
+    evidence, so a resume judges the same): the engines' own clocks and counters beside
+    the client's, the client's own known error (its event-loop lag p99), and the cold KV
+    the devices' reads are held against, as numbers the report can sum
+    (harness/g3/clocks.py, harness/g3/devices.py). `evidence`: the phase's so far."""
+    out: JSONDict = {**server_clock(before, after), **client_clock(records),
+                     "client_lag_p99_s": lag_p99_ms / 1000.0 if lag_p99_ms is not None
+                     else None,
+                     "cold_kv_tokens": cold_kv_tokens(evidence)}
+    storage = evidence.get("storage")
+    read = storage.get("bytes_read") if isinstance(storage, dict) else None
+    out["device_bytes_read"] = float(read) if isinstance(read, int | float) else 0.0
+    return out
 
 
 def scrape_all(urls: Sequence[str], scrape: Scraper) -> list[MetricsSnapshot]:

@@ -12,8 +12,14 @@ from typing import Protocol
 import numpy as np
 
 from harness.config.models import Evidence, G3Thresholds, Layout, SiteConfig
-from harness.g3.clocks import clock_problem, engine_saw_problem
-from harness.g3.devices import device_problem, number, numbers, store_problem
+from harness.g3.clocks import clock_problem, engine_saw_problem, has_server_clock
+from harness.g3.devices import (
+    device_problem,
+    number,
+    numbers,
+    other_tier_note,
+    store_problem,
+)
 from harness.g3.plan import ARMS
 from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
@@ -188,6 +194,34 @@ def check_evidence(pair: Mapping[str, MeasuredArm], rules: Evidence,
     return device_problem(acc, base, rules) or store_problem(acc, base) or clock_problem(
         {"baseline": base, "accelerated": acc},
         {"ttft": th.ttft_p50_drop, "e2e": th.throughput_gain})
+
+
+# Words said two ways: the English sentence and its Reason (the report's languages).
+Said = tuple[str, Reason]
+
+
+def cell_notes(pairs: Sequence[Mapping[str, MeasuredArm]], *,
+               client_placement: bool) -> tuple[Said | None, Said | None]:
+    """What a decided cell says beside its numbers, and why its PASS would need a
+    reviewer's sign-off (None: nothing to say).
+
+    The note: a tier in front of the accelerator that served part of the cold KV (the
+    worst pair's share). The sign-off: that tier's prefixes are not the accelerator's
+    work, yet they count in the gain; or, with the load on the client host, an engine
+    with no latency histogram leaves nothing to hold that host's timings against."""
+    notes = [n for p in pairs if (n := other_tier_note(p["accelerated"].evidence))]
+    worst = max(notes, key=lambda n: n[0], default=None)
+    note = (worst[1], worst[2]) if worst else None
+    if client_placement and any(not has_server_clock(p[arm].evidence)
+                                for p in pairs for arm in ARMS):
+        return note, ("PASS measured by the client host alone (load.placement: client) on "
+                      "an engine with no server-side latency histogram to hold its timings "
+                      "against: needs sign-off", Reason("g3.client_clock_only"))
+    if worst:
+        return note, (f"PASS with {worst[0]:.0%} of the cold KV served by another tier in "
+                      "front of the accelerator: needs sign-off",
+                      Reason("g3.other_tier_signoff", {"share": f"{worst[0]:.0%}"}))
+    return note, None
 
 
 def restarted(warmed: MetricsSnapshot, fresh: MetricsSnapshot) -> bool | None:

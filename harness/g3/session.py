@@ -23,10 +23,8 @@ from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.arms import ArmControl, endpoints, health_path
-from harness.g3.clocks import client_clock, has_server_clock, server_clock
-from harness.g3.devices import cold_kv_tokens, other_tier_note
 from harness.g3.engines import EngineWatch, Observation
-from harness.g3.evidence import StorageSampler, scrape_all, summed_evidence
+from harness.g3.evidence import StorageSampler, crosschecks, scrape_all, summed_evidence
 from harness.g3.identity import compare_arms
 from harness.g3.phase_checks import (
     ended_in_time,
@@ -49,7 +47,9 @@ from harness.g3.records import (
 )
 from harness.g3.rules import (
     Card,
+    Said,
     all_restarted,
+    cell_notes,
     check_evidence,
     compare_cards,
     phase_tokens,
@@ -62,7 +62,6 @@ from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
-from harness.reasons import Reason
 from harness.stats.model import CellDecision
 from harness.store import Store, writer
 from harness.store import runs as store_runs
@@ -272,14 +271,8 @@ class G3Session:
             evidence["client_prompt_tokens"] = completed_prompt_tokens(m.records, specs)
             evidence["kv_bytes_per_token"] = float(cfg.model.kv_bytes_per_token)
             evidence["kv_compression"] = float(ev.kv_compression)
-            # the engines' own clocks and counters beside the client's (harness/g3/clocks.py)
-            evidence.update(server_clock(before, after))
-            evidence.update(client_clock(m.records))
-            lag = m.health.loop_lag_p99_ms
-            evidence["client_lag_p99_s"] = lag / 1000.0 if lag is not None else None
-            # what the devices' reads are held against, as numbers the report can sum
-            evidence["cold_kv_tokens"] = cold_kv_tokens(evidence)
-            evidence["device_bytes_read"] = float(sampler.bandwidth()["bytes_read"])
+            evidence.update(crosschecks(before, after, m.records, m.health.loop_lag_p99_ms,
+                                        evidence))
             failed = explain(m.records, api=cfg.workload.api, model=cfg.model.name,
                              at_share=1e-9)
             if failed is not None and failed.samples:
@@ -400,30 +393,11 @@ class G3Session:
                     break
         return decision, problem
 
-    def cell_notes(self, cell: Cell) -> tuple[tuple[str, Reason] | None,
-                                              tuple[str, Reason] | None]:
-        """What a decided cell says beside its numbers, and why its PASS would need a
-        reviewer's sign-off (each as English and a Reason; None: nothing to say).
-
-        The note: a tier in front of the accelerator that served part of the cold KV (the
-        worst pair's share). The sign-off: that tier's prefixes are not the accelerator's
-        work, yet they count in the gain; or, with the load on the client host
-        (placement: client), an engine with no latency histogram leaves nothing to hold
-        that host's timings against."""
-        pairs = list(self.decided_on.get(cell.key, {}).values())
-        notes = [n for p in pairs if (n := other_tier_note(p["accelerated"].evidence))]
-        worst = max(notes, key=lambda n: n[0], default=None)
-        note = (worst[1], worst[2]) if worst else None
-        if self.config.load.placement == "client" and any(
-                not has_server_clock(p[arm].evidence) for p in pairs for arm in ARMS):
-            return note, ("PASS measured by the client host alone (load.placement: client) "
-                          "on an engine with no server-side latency histogram to hold its "
-                          "timings against: needs sign-off", Reason("g3.client_clock_only"))
-        if worst:
-            return note, (f"PASS with {worst[0]:.0%} of the cold KV served by another tier in "
-                          "front of the accelerator: needs sign-off",
-                          Reason("g3.other_tier_signoff", {"share": f"{worst[0]:.0%}"}))
-        return note, None
+    def cell_notes(self, cell: Cell) -> tuple[Said | None, Said | None]:
+        """What the cell says beside its numbers, and why its PASS needs a sign-off, over
+        the pairs its decision rested on (rules.cell_notes)."""
+        return cell_notes(list(self.decided_on.get(cell.key, {}).values()),
+                          client_placement=self.config.load.placement == "client")
 
     def store_cell(self, cell: Cell, d: CellDecision, reps: list[dict[str, ArmRep]],
                    override: str | Problem = "") -> None:

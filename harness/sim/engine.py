@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from harness.sim.prefix_cache import GpuPrefixCache, chunk_keys
 from harness.sim.profiles import GB, Profile
 from harness.sim.prompt import Prompt
 from harness.sim.scheduler import ScheduleLag, SharedStepClock
+from harness.sim.slots import Slots
 from harness.sim.stats import EngineStats
 from harness.sim.tier import TierIndex
 from harness.sim.tokenizer import output_ids
@@ -74,40 +74,6 @@ class Arrival:
     left: bool = False
 
 
-class _Slots:
-    """max_num_seqs: FIFO admission into the running batch."""
-
-    def __init__(self, n: int) -> None:
-        self.free = n
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    def try_take(self) -> bool:
-        if self.free > 0 and not self._waiters:
-            self.free -= 1
-            return True
-        return False
-
-    async def take(self) -> None:
-        if self.try_take():
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():
-                self.give()  # the slot was handed over as we were cancelled
-            raise
-
-    def give(self) -> None:
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)  # the slot passes straight to the next waiter
-                return
-        self.free += 1
-
-
 # How much faster than the device a DRAM tier in front of it loads KV (--memory-tier):
 # host memory over PCIe against NVMe-oF flash, both scaled with the TP layout alike.
 MEMORY_TIER_SPEEDUP = 4.0
@@ -144,14 +110,14 @@ class Engine:
         self.io = IoMeter()
         self._rng = random.Random(f"gate-sim-jitter-{seed}")
         self._clock: SharedStepClock | None = None
-        self._slots: _Slots | None = None
+        self._slots: Slots | None = None
         self._write_free_at = 0.0
         self._pending_writes: dict[asyncio.TimerHandle, Callable[[], None]] = {}
 
     async def start(self) -> None:
         """Bind to the running loop (call from inside it, before serving)."""
         self._clock = SharedStepClock(self.speed, self.rates.slowdown)
-        self._slots = _Slots(self.rates.max_num_seqs)
+        self._slots = Slots(self.rates.max_num_seqs)
 
     @property
     def clock(self) -> SharedStepClock:
