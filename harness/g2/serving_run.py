@@ -24,10 +24,10 @@ from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
 from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
+from harness.g3.gate_run import REMEASURES, GateRun
 from harness.g3.phase_checks import ended_in_time, load_endpoints, measured_something
 from harness.g3.plan import Cell, doc_seed, docs_for
 from harness.g3.records import phase_params, phase_spec
-from harness.g3.session import REMEASURES, GateRun
 from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.storage import PhaseKey, PhaseWriter

@@ -15,16 +15,14 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from harness.config.decision import criteria_for
-from harness.config.inventory import Inventory
-from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.arms import ArmControl, endpoints, health_path
 from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import StorageSampler, crosschecks, scrape_all, summed_evidence
+from harness.g3.gate_run import REMEASURES, GateRun
 from harness.g3.identity import compare_arms
 from harness.g3.phase_checks import (
     ended_in_time,
@@ -63,26 +61,9 @@ from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.stats.model import CellDecision
-from harness.store import Store, writer
 from harness.store import runs as store_runs
+from harness.store import writer
 from harness.transport import Transport
-
-# How many times a disturbed pair is measured again before the cell gives up on it.
-REMEASURES = 2
-
-
-class GateRun(Protocol):
-    """What a G3 session uses of the running gate (harness.pytest_plugin.GateContext)."""
-
-    @property
-    def run_id(self) -> int: ...
-    @property
-    def store(self) -> Store: ...
-    @property
-    def loaded(self) -> LoadedConfig: ...
-    @property
-    def inventory(self) -> Inventory: ...
-    def mark_simulated(self) -> None: ...
 
 
 @dataclass
