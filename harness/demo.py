@@ -113,12 +113,15 @@ def _q(s: str) -> str:
 
 
 def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
-    from harness.workflow.demo_hardware import g1_yaml, g2_yaml
+    from harness.workflow.demo_hardware import g1_yaml, g2_yaml, kv_volume
 
     profile = SCENARIOS[scenario]
     engines = root / "engines"
     tier = root / "tier"
     disk = root / "storage" / "diskstats"
+    # The GPU host's side of the tier's reads: its KV volume is the tier directory, on a
+    # line numbered as findmnt -T numbers that directory's filesystem (none: no findmnt).
+    volume = kv_volume(tier, root / "gpu1" / "diskstats")
 
     def arm(name: str, tier_on: bool) -> str:
         state = engines / f"{name}-{{layout}}-{{instance}}"
@@ -129,6 +132,8 @@ def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
                   "--stream-interval", "8"]
         if tier_on:
             common += ["--tier-dir", str(tier)]
+        if volume is not None:
+            common += ["--kv-diskstats", volume.diskstats, "--kv-dev", volume.majmin]
         # Engines fork from the demo's pre-imported spawner (restart reuses it); once the
         # demo is over and the spawner gone, these commands start new interpreters instead.
         start = [*common, "--spawner", str(root / SPAWNER_SOCKET)]
@@ -178,7 +183,10 @@ gates:
     # `gate run G3 --dry-run -c` this file estimates minutes, not a real site's hours.
     estimate: {{start_s: 0.6, restart_s: 0.6, stop_s: 0.4, drop_caches_s: 0,
                 recompute_tokens_per_s: 900000, tier_tokens_per_s: 1500000}}
-    evidence: {{diskstats: {disk}, storage_groups: [storage]}}
+    evidence:
+      diskstats: {disk}
+      storage_groups: [storage]
+{volume.yaml() if volume is not None else ""}
 report: {{lang: en}}
 """
 
@@ -201,6 +209,8 @@ def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
         except FileExistsError:
             continue
     (root / "storage").mkdir()
+    (root / "tier").mkdir()  # the KV volume G3 resolves before any engine starts
+    (root / "gpu1").mkdir()
     (root / "fio-local").mkdir()  # G2 never creates a fio target: a site mounts its own
     (root / "storage" / "fio-volume").mkdir()
     (root / "storage" / "gds").mkdir()  # gdsio's directory, likewise
@@ -211,6 +221,11 @@ def write_site(out: Path, scenario: str, speed: float = DEMO_SPEED) -> DemoSite:
     config = root / "gate.yaml"
     ports = PortLease.take()
     config.write_text(site_yaml(root, scenario, ports.port, speed), encoding="utf-8")
+    from harness.workflow.demo_hardware import kv_volume
+
+    volume = kv_volume(root / "tier", root / "gpu1" / "diskstats")
+    if volume is not None:  # G3 resolves it before any engine runs
+        volume.zero_line()
     return DemoSite(root, config, f"sqlite:///{root / 'gate.db'}", ports)
 
 

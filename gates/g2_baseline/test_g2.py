@@ -19,11 +19,11 @@ from harness.errors import Inconclusive, MeasurementError
 from harness.g2 import engine_version, health
 from harness.g2 import fio as g2fio
 from harness.g2 import gdsio as g2gdsio
-from harness.g2 import mount as g2mount
 from harness.g2.plan import JOBS, FioCell, fio_cells
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
 from harness.g3.plan import Cell
+from harness.probes import mounts
 from harness.probes.findmnt import Mount, parse_findmnt
 from harness.probes.fio import parse_fio
 from harness.probes.gdsio import parse_gdsio
@@ -57,10 +57,10 @@ def _ok(result: CommandResult, host: str) -> str:
     return result.stdout
 
 
-def _filesystem(gate: GateContext, host: Transport, name: str, target: g2mount.Placed,
+def _filesystem(gate: GateContext, host: Transport, name: str, target: mounts.Placed,
                 label: str, fact: bool) -> Mount:
     """The filesystem the target's directory is on, as findmnt resolves it on host `name`;
-    ERROR where it is not what the target declares (harness/g2/mount.py). G2 never creates
+    ERROR where it is not what the target declares (harness/probes/mounts.py). G2 never creates
     the directory: an unmounted volume would leave fio or gdsio measuring the root disk.
     `fact`: record it as the host fact `LABEL filesystem` (once per target and host)."""
     if not host.run(["test", "-d", target.path], timeout=30).ok:
@@ -68,18 +68,18 @@ def _filesystem(gate: GateContext, host: Transport, name: str, target: g2mount.P
                                host=name, stage=f"g2 {label}",
                                hint="mount the target volume and create the directory: "
                                     "G2 does not create it")
-    found = host.run(g2mount.argv(target.path), timeout=30)
+    found = host.run(mounts.argv(target.path), timeout=30)
     _save(gate, name, f"findmnt.{label.replace(' ', '.')}", found)
     mount = parse_findmnt(_ok(found, name))
     zfs = None
     if mount.fstype == "zfs" and target.direct:
         version = host.run(["cat", "/sys/module/zfs/version"], timeout=30)
-        zfs = g2mount.zfs_version(version.stdout) if version.ok else None
+        zfs = mounts.zfs_version(version.stdout) if version.ok else None
     if fact:
         gate.recorder.host_fact(host=name, key=f"{label} filesystem",
                                 value={"source": mount.source, "fstype": mount.fstype,
                                        "mount": mount.target}, simulated=gate.simulated)
-    why = g2mount.problem(target, mount, zfs)
+    why = mounts.problem(target, mount, zfs)
     if why:
         raise MeasurementError(why, host=name, stage=f"g2 {label}",
                                hint="set the target's mount: / device: to what it is on, "
@@ -100,7 +100,7 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     raw = cell.target.path.startswith("/dev/")
     where = cell.target.path
     if not raw:
-        where = g2mount.described(_filesystem(
+        where = mounts.described(_filesystem(
             gate, host, cell.host, cell.target, f"fio {cell.target.name}",
             fact=cell.job == JOBS[0]))
         check.measure(where)
@@ -189,7 +189,7 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
     expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
     check.expect(expected, g2gdsio.wanted_why(spec, g2.min_fraction))
     host = gate.transport_pool().get(gpu_host)
-    where = g2mount.described(_filesystem(gate, host, gpu_host, spec, "gdsio", fact=True))
+    where = mounts.described(_filesystem(gate, host, gpu_host, spec, "gdsio", fact=True))
     work = g2gdsio.work_dir(spec)
     host.run(["mkdir", "-p", work], timeout=30).check("g2 gdsio directory")
     try:

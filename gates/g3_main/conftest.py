@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import InfrastructureError
 from harness.g3.arms import ArmControl, transport_action_runner
+from harness.g3.disks import kv_volume_sources, storage_sources
 from harness.g3.enginelogs import EngineLogs
 from harness.g3.engines import EngineWatch, clean_slate
 from harness.g3.plan import cells, layouts
@@ -41,9 +42,19 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
     runner = transport_action_runner(pool, gate.inventory, gate.loaded.known_hosts_path,
                                      gate.artifact_dir, event,
                                      become_password=gate.sudo_password)
-    storage = [(h.name, pool.get(h.name))
-               for group in cfg.gates.g3.evidence.storage_groups
-               if group in gate.inventory.groups for h in gate.inventory.group(group)]
+    ev = cfg.gates.g3.evidence
+    storage = storage_sources([(h.name, pool.get(h.name))
+                               for group in ev.storage_groups
+                               if group in gate.inventory.groups
+                               for h in gate.inventory.group(group)],
+                              ev.diskstats, ev.devices)
+    # Resolved before anything is measured: a volume not mounted is an ERROR now, not an
+    # INCONCLUSIVE after hours of load.
+    kv_volumes = kv_volume_sources(
+        {i.host: pool.get(i.host) for la in layouts(cfg) for i in la.instances}, ev.kv_volume)
+    for name, source in kv_volumes.items():
+        event(source="harness", name="kv volume", host=name, status="ok",
+              message=f"device {source.majmin}, read from {source.path}")
 
     def drop_caches(groups: list[str]) -> None:
         names = sorted({h.name for g in groups for h in gate.inventory.group(g)})
@@ -71,6 +82,6 @@ def g3(gate: GateContext) -> Iterator[G3Session]:
     clean_slate(watch, control, layouts(cfg), recorder.campaign_id)
     try:
         yield G3Session(gate=gate, control=control, watch=watch, drop_caches=drop_caches,
-                        storage_hosts=storage, executor=executor)
+                        storage=storage, kv_volumes=kv_volumes, executor=executor)
     finally:
         watch.sweep()  # every engine this run started is gone when it ends

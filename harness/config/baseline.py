@@ -42,7 +42,7 @@ class FioTarget(Frozen):
     # a raw device (/dev/...) only with destructive: true: the write job overwrites it.
     path: str = Field(min_length=1)
     destructive: bool = False
-    # What the path must resolve to (`findmnt -T path` on the host, harness/g2/mount.py):
+    # What the path must resolve to (`findmnt -T path` on the host, harness/probes/mounts.py):
     # `mount` its mount point, `device` its source (/dev/nvme1n1, server:/export). Neither:
     # any mount but the root filesystem; `mount: /` declares the root disk is the target.
     mount: str | None = Field(default=None, min_length=1)
@@ -75,7 +75,7 @@ class Gdsio(Frozen):
 
     # A directory on the accelerator volume; gdsio's files go to gate-gdsio/ in it, which
     # G2 removes afterwards. It must exist and resolve as fio's targets do (mount /
-    # device, never the root filesystem unless declared: harness/g2/mount.py).
+    # device, never the root filesystem unless declared: harness/probes/mounts.py).
     path: str = Field(min_length=1)
     mount: str | None = Field(default=None, min_length=1)
     device: str | None = Field(default=None, min_length=1)

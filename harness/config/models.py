@@ -243,6 +243,24 @@ class Repetitions(Frozen):
         return self
 
 
+class KvVolume(Frozen):
+    """The accelerator's volume as the GPU hosts see it (the NVMe-oF namespace the engine's
+    KV tier lives on): G3 resolves `path` with `findmnt -T` on each layout host, as G2
+    resolves its targets (harness/probes/mounts.py), and reads that device's line of
+    `diskstats` there around every measured phase. The GPU host is the customer's: its
+    reads hold the storage hosts' (the vendor's) to account."""
+
+    path: str = Field(min_length=1)  # a directory on the volume, e.g. LMCache's local path
+    # What the path must resolve to, as G2's targets: `mount` its mount point, `device`
+    # its source; neither: any mount but the root filesystem.
+    mount: str | None = Field(default=None, min_length=1)
+    device: str | None = Field(default=None, min_length=1)
+    # A filesystem that does not honour O_DIRECT (tmpfs, overlay) holds KV in memory:
+    # refused unless this is false (weakened: needs sign-off).
+    direct: bool = True
+    diskstats: str = "/proc/diskstats"  # path on the GPU hosts
+
+
 class Evidence(Frozen):
     """What proves the accelerated arm read from the tier and the baseline did not."""
 
@@ -261,6 +279,9 @@ class Evidence(Frozen):
     storage_groups: list[str] = Field(default_factory=lambda: ["storage"])
     diskstats: str = "/proc/diskstats"  # path on the storage hosts
     devices: list[str] = Field(default_factory=list, description="empty: every whole disk")
+    # The GPU hosts' side of the same reads (None: the storage hosts' word alone, which
+    # at a real site is weakened: needs sign-off).
+    kv_volume: KvVolume | None = None
     # How many times smaller the accelerator stores KV than the engine holds it (a tier
     # that compresses): its devices must read at least half of the cold KV bytes / this.
     # A weaker setting above 1: the result needs a sign-off.

@@ -167,6 +167,11 @@ COMMENTS: dict[str, str] = {
     "gates.g3.evidence.storage_sample_interval": "seconds between storage samples",
     "gates.g3.evidence.metrics_interval": "seconds between /metrics samples of the engines",
     "gates.g3.evidence.storage_groups": "inventory groups whose disks are sampled",
+    "gates.g3.evidence.kv_volume": "the accelerator's volume on the GPU hosts: a directory "
+                                   "on it, and the mount or device findmnt -T must resolve "
+                                   "it to; its device's reads are held to the storage hosts' "
+                                   "(null: needs a sign-off; also direct: false for tmpfs, "
+                                   "diskstats: the file)",
     "gates.g3.evidence.diskstats": "the diskstats file on the storage hosts",
     "gates.g3.evidence.devices": "the accelerator's block devices on the storage hosts, "
                                  "as /proc/diskstats names them (required at a real site: "
@@ -204,6 +209,7 @@ COMMENTS: dict[str, str] = {
 # Values a site fills in, and the sections without a useful default, as YAML lines.
 EXAMPLES: dict[str, list[str]] = {
     "gates.g3.evidence.devices": ["[nvme1n1]"],
+    "gates.g3.evidence.kv_volume": ["{path: /mnt/fx100/kv, mount: /mnt/fx100}"],
     "site.name": ["acme-sh-dc2"],
     "site.customer": ["ACME"],
     "site.vendor": ["FlashCo"],

@@ -1,6 +1,7 @@
 """Did the accelerator do the work G3 credits it with? The accelerator's own devices must
 have read the KV the accelerated arm recovered cold, in proportion, and the baseline's
-phase (nearly) nothing from them (docs/g3.md "The decision").
+phase (nearly) nothing from them (docs/g3.md "The decision"): on the storage hosts and,
+where declared, on the GPU hosts' KV volume (harness/g3/disks.py samples both).
 
 Why devices and not counters: an engine's tier counter counts hits from any external tier
 (an LMCache server or a Mooncake DRAM pool in front of the flash survives the engine's
@@ -57,19 +58,27 @@ def cold_kv_bytes(acc: JSONDict) -> float:
 
 
 def device_share(acc: JSONDict) -> float | None:
-    """The accelerator's devices' reads over the cold KV bytes (None: nothing to read)."""
+    """What the accelerator's devices read over the cold KV bytes, on the end that read
+    least (the storage hosts, or the GPU hosts' KV volume where it was sampled); None:
+    nothing to read."""
     expected = cold_kv_bytes(acc)
-    read = numbers(acc, "storage").get("bytes_read", 0.0)
-    return read / expected if expected > 0 else None
+    if expected <= 0:
+        return None
+    reads = [numbers(acc, side).get("bytes_read", 0.0) for side in ("storage", "kv_volume")
+             if side in acc]
+    return min(reads, default=0.0) / expected
 
 
 def device_problem(acc: JSONDict, base: JSONDict, rules: Evidence) -> Problem | None:
-    """The accelerator's devices (evidence.devices on the storage hosts) read at least
-    DEVICE_MIN_KV_SHARE of the KV bytes the accelerated arm recovered cold, and the
-    baseline's phase at most DEVICE_BASELINE_SHARE of that. One rule whether the engine
+    """The accelerator's devices read at least DEVICE_MIN_KV_SHARE of the KV bytes the
+    accelerated arm recovered cold, and the baseline's phase at most DEVICE_BASELINE_SHARE
+    of that, on both ends of the wire: the storage hosts' (evidence.devices) and, where
+    declared, the GPU hosts' KV volume (evidence.kv_volume). One rule whether the engine
     counts tier hits or not: a counter counts hits from any tier (a KV store held in
     memory survives the engine's restart too), so only the devices' reads say the
-    accelerator did the work, in proportion to the work claimed."""
+    accelerator did the work, in proportion to the work claimed; and the storage hosts
+    are the vendor's, so a `dd` there during the accelerated phase shows on them alone,
+    never on the GPU hosts' volume."""
     kind = ProblemKind.NOT_EXERCISED
     errors = [str(e) for ev in (acc, base)
               if isinstance(said := ev.get("storage_errors"), list) for e in said]
@@ -85,32 +94,80 @@ def device_problem(acc: JSONDict, base: JSONDict, rules: Evidence) -> Problem | 
                              "nothing shows the accelerator read the KV",
                        Reason("g3.no_device_evidence",
                               {"groups": ", ".join(rules.storage_groups) or "[]"}))
+    return _storage_problem(acc, base) or _kv_volume_problem(acc, base)
+
+
+def _reads(acc: JSONDict, base: JSONDict, side: str) -> tuple[float, float]:
+    """(accelerated, baseline) bytes the side's devices read in the measured phases."""
+    return (numbers(acc, side).get("bytes_read", 0.0),
+            numbers(base, side).get("bytes_read", 0.0))
+
+
+def _storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
+    kind = ProblemKind.NOT_EXERCISED
     expected = cold_kv_bytes(acc)
-    read = {arm: numbers(ev, "storage").get("bytes_read", 0.0)
-            for arm, ev in (("accelerated", acc), ("baseline", base))}
-    if read["accelerated"] <= 0:
+    read, base_read = _reads(acc, base, "storage")
+    if read <= 0:
         return Problem(kind, f"{kind}: the accelerator's devices read nothing during the "
                              "accelerated arm's measured phase",
                        Reason("g3.storage_not_read"))
-    if expected > 0 and read["accelerated"] < DEVICE_MIN_KV_SHARE * expected:
-        share = read["accelerated"] / expected
+    if expected > 0 and read < DEVICE_MIN_KV_SHARE * expected:
+        share = read / expected
         return Problem(kind, f"{kind}: the accelerator's devices read "
-                             f"{read['accelerated'] / 1e9:.2f} GB during the accelerated "
+                             f"{read / 1e9:.2f} GB during the accelerated "
                              f"arm's measured phase, {share:.0%} of the {expected / 1e9:.2f} "
                              f"GB of KV it recovered cold (< {DEVICE_MIN_KV_SHARE:.0%}): "
                              f"another tier (memory?) served {1 - share:.0%}",
                        Reason("g3.device_below_kv", {
-                           "read": f"{read['accelerated'] / 1e9:.2f}", "share": f"{share:.0%}",
+                           "read": f"{read / 1e9:.2f}", "share": f"{share:.0%}",
                            "expected": f"{expected / 1e9:.2f}",
                            "min": f"{DEVICE_MIN_KV_SHARE:.0%}", "other": f"{1 - share:.0%}"}))
-    if read["baseline"] > DEVICE_BASELINE_SHARE * read["accelerated"]:
+    if base_read > DEVICE_BASELINE_SHARE * read:
         kind = ProblemKind.CONTAMINATED
         return Problem(kind, f"{kind}: the baseline's measured phase read "
-                             f"{read['baseline'] / 1e9:.2f} GB from the accelerator's devices, "
-                             f"the accelerated arm's {read['accelerated'] / 1e9:.2f} GB",
+                             f"{base_read / 1e9:.2f} GB from the accelerator's devices, "
+                             f"the accelerated arm's {read / 1e9:.2f} GB",
                        Reason("g3.storage_contaminated", {
-                           "baseline": f"{read['baseline'] / 1e9:.2f}",
-                           "accelerated": f"{read['accelerated'] / 1e9:.2f}"}))
+                           "baseline": f"{base_read / 1e9:.2f}",
+                           "accelerated": f"{read / 1e9:.2f}"}))
+    return None
+
+
+def _kv_volume_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
+    """The same rule on the GPU hosts' KV volume (absent: not declared, nothing to say;
+    the run's plan lists that as weakened at a real site)."""
+    if "kv_volume" not in acc:
+        return None
+    kind = ProblemKind.NOT_EXERCISED
+    if numbers(acc, "kv_volume").get("hosts", 0.0) <= 0:
+        return Problem(kind, f"{kind}: the GPU hosts' KV volume (gates.g3.evidence."
+                             "kv_volume) could not be sampled during the accelerated arm's "
+                             "measured phase",
+                       Reason("g3.kv_volume_unread"))
+    expected = cold_kv_bytes(acc)
+    read, base_read = _reads(acc, base, "kv_volume")
+    storage = numbers(acc, "storage").get("bytes_read", 0.0)
+    if read <= 0 or (expected > 0 and read < DEVICE_MIN_KV_SHARE * expected):
+        share = read / expected if expected > 0 else 0.0
+        return Problem(kind, f"{kind}: the GPU hosts' KV volume read {read / 1e9:.2f} GB "
+                             f"during the accelerated arm's measured phase, {share:.0%} of "
+                             f"the {expected / 1e9:.2f} GB of KV it recovered cold (< "
+                             f"{DEVICE_MIN_KV_SHARE:.0%}), while the storage hosts reported "
+                             f"{storage / 1e9:.2f} GB: the KV did not come over the "
+                             "accelerator's volume",
+                       Reason("g3.kv_volume_below_kv", {
+                           "read": f"{read / 1e9:.2f}", "share": f"{share:.0%}",
+                           "expected": f"{expected / 1e9:.2f}",
+                           "min": f"{DEVICE_MIN_KV_SHARE:.0%}",
+                           "storage": f"{storage / 1e9:.2f}"}))
+    if base_read > DEVICE_BASELINE_SHARE * read:
+        kind = ProblemKind.CONTAMINATED
+        return Problem(kind, f"{kind}: the baseline's measured phase read "
+                             f"{base_read / 1e9:.2f} GB from the GPU hosts' KV volume, the "
+                             f"accelerated arm's {read / 1e9:.2f} GB",
+                       Reason("g3.kv_volume_contaminated", {
+                           "baseline": f"{base_read / 1e9:.2f}",
+                           "accelerated": f"{read / 1e9:.2f}"}))
     return None
 
 

@@ -1,103 +1,16 @@
 """Evidence that the accelerated arm read its KV from the tier and the baseline did not:
-engine /metrics deltas over the measured phase, and storage read bandwidth sampled from
-/proc/diskstats on the storage hosts over their Transport (as at a real site)."""
+engine /metrics deltas over the measured phase, and what the phase's parts the vendor
+controls are held against (the devices' reads are sampled in harness/g3/disks.py)."""
 
 from __future__ import annotations
 
-import itertools
-import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-import numpy as np
-
-from harness.errors import GateError
 from harness.g3.clocks import client_clock, server_clock
 from harness.g3.devices import cold_kv_tokens
 from harness.g3.problems import JSONDict
 from harness.loadgen.records import RequestRecord
-from harness.probes.diskstats import total_bytes_read
 from harness.probes.prometheus import CacheEvidence, MetricsSnapshot
-from harness.transport import Transport
-
-
-@dataclass
-class StorageSample:
-    host: str
-    at: float
-    bytes_read: int
-
-
-@dataclass
-class StorageSampler:
-    """Reads diskstats on each storage host every `interval` s in a background thread."""
-
-    hosts: Sequence[tuple[str, Transport]]
-    path: str
-    devices: list[str]
-    interval: float = 1.0
-    samples: list[StorageSample] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def _read_all(self) -> None:
-        for name, transport in self.hosts:
-            try:
-                text = transport.read_file(self.path).decode("utf-8", "replace")
-                self.samples.append(StorageSample(name, time.time(),
-                                                  total_bytes_read(text, self.devices)))
-            except (GateError, OSError) as exc:
-                self.errors.append(f"{name}: {exc}")
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._read_all()
-
-    def __enter__(self) -> StorageSampler:
-        self._read_all()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="diskstats")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.interval + 30)
-        self._read_all()
-
-    def series(self) -> list[JSONDict]:
-        """Cumulative bytes read since the phase began, per host (store `series` rows)."""
-        first: dict[str, int] = {}
-        out: list[JSONDict] = []
-        for s in self.samples:
-            base = first.setdefault(s.host, s.bytes_read)
-            out.append({"source": s.host, "metric": "storage_read_bytes", "labels": {},
-                        "at": s.at, "value": float(s.bytes_read - base)})
-        return out
-
-    def bandwidth(self) -> dict[str, float]:
-        """GB/s between samples, summed over hosts per instant: p50, max and total bytes;
-        `hosts`: how many storage hosts were read at the phase's start and end (0: none
-        sampled, so the bytes say nothing)."""
-        rates: list[float] = []
-        total = 0.0
-        hosts = 0
-        for host in {s.host for s in self.samples}:
-            pts = [s for s in self.samples if s.host == host]
-            total += pts[-1].bytes_read - pts[0].bytes_read if pts else 0
-            hosts += len(pts) >= 2
-            for a, b in itertools.pairwise(pts):
-                if b.at > a.at:
-                    rates.append((b.bytes_read - a.bytes_read) / (b.at - a.at) / 1e9)
-        if not rates:
-            return {"gbps_p50": 0.0, "gbps_max": 0.0, "bytes_read": total,
-                    "hosts": float(hosts)}
-        arr = np.asarray(rates)
-        return {"gbps_p50": float(np.percentile(arr, 50)), "gbps_max": float(arr.max()),
-                "bytes_read": total, "hosts": float(hosts)}
-
 
 Scraper = Callable[[str], MetricsSnapshot]
 
@@ -114,9 +27,11 @@ def crosschecks(before: Sequence[MetricsSnapshot], after: Sequence[MetricsSnapsh
                      "client_lag_p99_s": lag_p99_ms / 1000.0 if lag_p99_ms is not None
                      else None,
                      "cold_kv_tokens": cold_kv_tokens(evidence)}
-    storage = evidence.get("storage")
-    read = storage.get("bytes_read") if isinstance(storage, dict) else None
-    out["device_bytes_read"] = float(read) if isinstance(read, int | float) else 0.0
+    for side, field in (("storage", "device_bytes_read"), ("kv_volume", "kv_volume_bytes_read")):
+        reads = evidence.get(side)
+        read = reads.get("bytes_read") if isinstance(reads, dict) else None
+        if side == "storage" or reads is not None:  # the GPU hosts' only where declared
+            out[field] = float(read) if isinstance(read, int | float) else 0.0
     return out
 
 

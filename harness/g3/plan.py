@@ -54,10 +54,21 @@ def expected_checks(config: SiteConfig, inventory: object = None) -> list[str]:
 
 
 def weakened(config: SiteConfig) -> list[str]:
-    """The decision settings weaker than their defaults: a PASS then needs a sign-off."""
+    """The decision settings weaker than their defaults, and evidence a real site leaves
+    to the vendor's word: a PASS then needs a sign-off."""
     from harness.config.decision import weakened as weaker
 
-    return [d.line() for d in weaker(config.model_dump(mode="json"))]
+    out = [d.line() for d in weaker(config.model_dump(mode="json"))]
+    volume = config.gates.g3.evidence.kv_volume
+    if config.simulated:
+        return out
+    if volume is None:
+        out.append("gates.g3.evidence.kv_volume not set: the accelerator's reads are "
+                   "counted on the storage hosts alone (the vendor's), not on the GPU hosts")
+    elif not volume.direct:
+        out.append("gates.g3.evidence.kv_volume.direct = false: the KV volume may be a "
+                   "filesystem in memory (tmpfs, overlay)")
+    return out
 
 
 def pair_order(seed: int, cell_key: str, repetition: int) -> tuple[str, str]:
@@ -165,6 +176,13 @@ def validate(config: SiteConfig, inventory: object) -> None:
                              "accelerator's devices there (/proc/diskstats)",
                              key="gates.g3.evidence.storage_groups",
                              hint="add the storage hosts to the inventory under the group")
+    if evidence.kv_volume is not None:
+        for i, layout in enumerate(config.layouts):
+            for j, inst in enumerate(layout.instances):
+                if inst.host not in inventory.hosts:
+                    raise UsageError(f"host {inst.host!r} is not in the inventory, and "
+                                     "gates.g3.evidence.kv_volume is read on every layout "
+                                     "host", key=f"layouts[{i}].instances[{j}].host")
 
 
 def _declared(config: SiteConfig, layout: str) -> bool:

@@ -20,8 +20,9 @@ from harness.config.decision import criteria_for
 from harness.config.models import Layout, SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.arms import ArmControl, endpoints, health_path
+from harness.g3.disks import DiskSource, StorageSampler
 from harness.g3.engines import EngineWatch, Observation
-from harness.g3.evidence import StorageSampler, crosschecks, scrape_all, summed_evidence
+from harness.g3.evidence import crosschecks, scrape_all, summed_evidence
 from harness.g3.gate_run import REMEASURES, GateRun
 from harness.g3.identity import compare_arms
 from harness.g3.phase_checks import (
@@ -63,7 +64,6 @@ from harness.loadgen.workloads import Workload
 from harness.stats.model import CellDecision
 from harness.store import runs as store_runs
 from harness.store import writer
-from harness.transport import Transport
 
 
 @dataclass
@@ -72,7 +72,10 @@ class G3Session:
     control: ArmControl
     watch: EngineWatch
     drop_caches: Callable[[list[str]], None]
-    storage_hosts: list[tuple[str, Transport]]
+    storage: list[DiskSource]  # the storage hosts' devices (evidence.devices)
+    # Each layout host's KV volume (evidence.kv_volume, resolved before anything was
+    # measured; empty without one)
+    kv_volumes: dict[str, DiskSource] = field(default_factory=dict)
     preflights: dict[str, Preflight] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
@@ -222,8 +225,10 @@ class G3Session:
             stores = scrape_all(cfg.gates.g3.evidence.store_metrics, scrape)
             bench = begin("measured")
             ev = cfg.gates.g3.evidence
-            with StorageSampler(self.storage_hosts, ev.diskstats, ev.devices,
-                                ev.storage_sample_interval) as sampler, \
+            kv = [self.kv_volumes[h] for h in sorted({i.host for i in layout.instances})
+                  if h in self.kv_volumes]
+            with StorageSampler(self.storage, ev.storage_sample_interval) as sampler, \
+                    StorageSampler(kv, ev.storage_sample_interval) as kv_sampler, \
                     MetricsSampler(urls, ev.metrics_interval) as metrics:
                 m = self.executor.run(spec, shown("measured", bench.sink), label=bench.label)
             if m.health.sim_lag_mean_ms is not None:
@@ -232,7 +237,8 @@ class G3Session:
                 # has its pair measured again, so a real site's engine (or a proxy) could
                 # otherwise choose which of its pairs count.
                 self.gate.mark_simulated()
-            series = sampler.series() + metrics.series_rows()
+            series = (sampler.series() + kv_sampler.series("kv_volume_read_bytes")
+                      + metrics.series_rows())
             if m.status == "TIMEOUT":
                 bench.finish(m, series=series)
             ended_in_time(m, f"{arm} measured", "measured")
@@ -246,7 +252,9 @@ class G3Session:
             evidence["cold_restart"] = cold if cold is not None else processes_replaced(
                 started.processes, seen.processes)
             evidence["storage"] = {**sampler.bandwidth()}
-            evidence["storage_errors"] = [e for e in sampler.errors[:5]]
+            if kv:  # the GPU hosts' side of the same reads (harness/g3/devices.py)
+                evidence["kv_volume"] = {**kv_sampler.bandwidth()}
+            evidence["storage_errors"] = [e for e in (sampler.errors + kv_sampler.errors)[:5]]
             evidence["ignore_eos_sent"] = ignore_eos
             # the phase's KV bytes, for storage-side evidence's magnitude (rules.py)
             evidence["client_prompt_tokens"] = completed_prompt_tokens(m.records, specs)

@@ -58,3 +58,19 @@ def select_devices(counters: dict[str, DiskCounters], devices: list[str]) -> lis
 
 def total_bytes_read(text: str, devices: list[str]) -> int:
     return sum(c.bytes_read for c in select_devices(parse_diskstats(text), devices))
+
+
+def bytes_read_of(text: str, majmin: str) -> int | None:
+    """Bytes read by the device numbered `majmin` ("259:1", as findmnt's MAJ:MIN names
+    it); None when no line has those numbers (a filesystem with no block device of its
+    own: NFS, tmpfs, btrfs's anonymous numbers)."""
+    major, _, minor = majmin.partition(":")
+    for n, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if len(fields) >= 14 and fields[0] == major and fields[1] == minor:
+            try:
+                return int(fields[5]) * SECTOR
+            except ValueError:
+                raise ParseError(f"diskstats line {n}: non-numeric counters",
+                                 stage="diskstats") from None
+    return None

@@ -1,4 +1,7 @@
-"""`findmnt -n -P -o SOURCE,FSTYPE,TARGET -T PATH`: the filesystem a path lives on.
+"""`findmnt -n -P -o SOURCE,FSTYPE,TARGET,MAJ:MIN -T PATH`: the filesystem a path lives on.
+
+MAJ:MIN (optional: older captures lack it) is the device's numbers as /proc/diskstats
+lists them; util-linux prints the key as `MAJ:MIN`, newer releases may print `MAJ_MIN`.
 
 -P prints KEY="value" pairs, with a space or a quote inside a value escaped as \\x20 /
 \\x22 (util-linux), so a source with a space parses. Where mounts are stacked on one
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 
 from harness.errors import ParseError
 
-_PAIR = re.compile(r'([A-Z_]+)="((?:[^"\\]|\\.)*)"')
+_PAIR = re.compile(r'([A-Z_:]+)="((?:[^"\\]|\\.)*)"')
 _HEX = re.compile(r"\\x([0-9a-fA-F]{2})")
 
 
@@ -21,6 +24,7 @@ class Mount:
     source: str  # /dev/nvme1n1, server:/export, tmpfs, /dev/sda1[/subdir] (a bind mount)
     fstype: str
     target: str  # the mount point
+    majmin: str | None = None  # "259:1": the device as /proc/diskstats numbers it
 
 
 def parse_findmnt(raw: str) -> Mount:
@@ -34,4 +38,5 @@ def parse_findmnt(raw: str) -> Mount:
     if missing:
         raise ParseError(f"findmnt line {len(lines)}: no {', '.join(missing)} "
                          f"in {lines[-1][:120]!r}", stage="parse")
-    return Mount(pairs["SOURCE"], pairs["FSTYPE"], pairs["TARGET"])
+    majmin = pairs.get("MAJ:MIN") or pairs.get("MAJ_MIN")
+    return Mount(pairs["SOURCE"], pairs["FSTYPE"], pairs["TARGET"], majmin or None)

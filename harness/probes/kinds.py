@@ -58,7 +58,7 @@ _ROWS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
      r"\"Health Monitor Report\"|\"Overall Health\""),
     ("dcgmi-discovery", "dcgmi discovery -l", gpu_health.parse_dcgmi_discovery,
      r"^\d+ GPUs? found\."),
-    ("findmnt", "findmnt -n -P -o SOURCE,FSTYPE,TARGET -T PATH", parse_findmnt,
+    ("findmnt", "findmnt -n -P -o SOURCE,FSTYPE,TARGET,MAJ:MIN -T PATH", parse_findmnt,
      r'^SOURCE="[^"\n]*" FSTYPE="'),
     ("diskstats", "cat /proc/diskstats", parse_diskstats,
      r"^\s*\d+\s+\d+\s+\S+(\s+\d+){10,}"),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.errors import InfrastructureError, ParseError
 from harness.sim.iometer import IoSnapshot
+from harness.sim.spec import EngineSpec
 
 SECTOR = 512
 IO_BYTES = 1 << 20  # the modelled request size: one "io" per MiB moved
@@ -104,9 +105,10 @@ def apply(d: DiskLine, delta: Delta) -> DiskLine:
 class DiskstatsFile:
     """Read-modify-replace of the shared file under an exclusive flock."""
 
-    def __init__(self, path: Path, device: str) -> None:
+    def __init__(self, path: Path, device: str, major: int = 259, minor: int = 0) -> None:
         self.path = path
         self.device = device
+        self.major, self.minor = major, minor
         self._lock_path = path.with_name(path.name + ".lock")
 
     def update(self, delta: Delta) -> DiskLine:
@@ -131,12 +133,12 @@ class DiskstatsFile:
         try:
             text = self.path.read_text()
         except FileNotFoundError:
-            return DiskLine(name=self.device)
+            return DiskLine(self.major, self.minor, self.device)
         for line in text.splitlines():
             parts = line.split()
             if len(parts) > 2 and parts[2] == self.device:
                 return parse_line(line)
-        return DiskLine(name=self.device)
+        return DiskLine(self.major, self.minor, self.device)
 
 
 class DiskstatsAccountant:
@@ -184,3 +186,44 @@ class DiskstatsAccountant:
 
 def _ios(nbytes: int) -> int:
     return -(-nbytes // IO_BYTES)
+
+
+# The GPU host's name for its KV volume's namespace (an NVMe-oF namespace is nvmeXnY).
+KV_DEVICE = "nvme1n1"
+
+
+def accountants(spec: EngineSpec, snapshot: Callable[[], IoSnapshot],
+                now: Callable[[], float]) -> list[DiskstatsAccountant]:
+    """The files an engine's tier reads are accounted into: the storage host's
+    (--diskstats; with --storage-host-lies it counts the memory tier's hits too) and the
+    GPU host's KV volume (--kv-diskstats: the device's reads only)."""
+    out = []
+    if spec.diskstats is not None:
+        told = _lying(snapshot) if spec.storage_host_lies else snapshot
+        out.append(DiskstatsAccountant(DiskstatsFile(spec.diskstats, spec.diskstats_device),
+                                       told, now))
+    if spec.kv_diskstats is not None:
+        major, minor = _kv_numbers(spec)
+        out.append(DiskstatsAccountant(DiskstatsFile(spec.kv_diskstats, KV_DEVICE, major, minor),
+                                       snapshot, now))
+    return out
+
+
+def _lying(snapshot: Callable[[], IoSnapshot]) -> Callable[[], IoSnapshot]:
+    """A storage host that counts the memory tier's hits as its device's reads."""
+    def lied() -> IoSnapshot:
+        snap = snapshot()
+        return replace(snap, read_bytes=snap.read_bytes + snap.memory_read_bytes)
+    return lied
+
+
+def _kv_numbers(spec: EngineSpec) -> tuple[int, int]:
+    """--kv-dev, else the device numbers of the filesystem the tier directory (or the
+    --kv-diskstats file's directory) is on: what findmnt -T prints as MAJ:MIN for it."""
+    if spec.kv_dev is not None:
+        major, _, minor = spec.kv_dev.partition(":")
+        return int(major), int(minor)
+    where = spec.tier_dir if spec.tier_dir is not None else spec.kv_diskstats
+    assert where is not None
+    dev = os.stat(where if where.is_dir() else where.parent).st_dev
+    return os.major(dev), os.minor(dev)

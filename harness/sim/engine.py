@@ -303,6 +303,7 @@ class Engine:
         st = self.stats
         st.lm_remote_reads += 1
         st.lm_remote_read_bytes += nbytes
+        self.io.memory_read(nbytes)
         return v + nbytes / (self.rates.read_bps * MEMORY_TIER_SPEEDUP)  # as _load's read
 
     async def _prefill(self, prompt: Prompt, trace: Trace, jitter: float, v: float) -> float:

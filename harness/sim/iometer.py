@@ -16,6 +16,7 @@ class IoSnapshot:
     reads_done: int
     writes_done: int
     in_flight: int
+    memory_read_bytes: int = 0  # what the memory tier served (never the device's)
 
 
 class IoMeter:
@@ -24,6 +25,7 @@ class IoMeter:
         self._write_done = 0
         self._reads_done = 0
         self._writes_done = 0
+        self._memory_read = 0
         self._ids = count()
         # reads progress on the shared virtual clock V, writes on wall time
         self._reads: dict[int, tuple[float, float, int]] = {}
@@ -46,6 +48,13 @@ class IoMeter:
             if self.on_read_done is not None:
                 self.on_read_done()
 
+    def memory_read(self, nbytes: int) -> None:
+        """A load the memory tier served: not the device's, but a storage host that lies
+        (EngineSpec.storage_host_lies) counts it as if it were."""
+        self._memory_read += nbytes
+        if self.on_read_done is not None:
+            self.on_read_done()
+
     def begin_write(self, t0: float, t1: float, nbytes: int) -> int:
         wid = next(self._ids)
         self._writes[wid] = (t0, t1, nbytes)
@@ -63,6 +72,7 @@ class IoMeter:
             reads_done=self._reads_done,
             writes_done=self._writes_done,
             in_flight=len(self._reads) + len(self._writes),
+            memory_read_bytes=self._memory_read,
         )
 
 

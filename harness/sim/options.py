@@ -63,6 +63,15 @@ ENGINE_OPTIONS: list[Callable[[F], F]] = [
          help="Account the tier's reads/writes into this /proc/diskstats-format file."),
     _opt("--diskstats-device", default="nvme9n1", show_default=True,
          help="Device name on the diskstats line."),
+    _opt("--kv-diskstats", type=click.Path(dir_okay=False, path_type=Path), default=None,
+         help="The GPU host's view: account the tier's device reads into this file too, "
+              "as its KV volume (the NVMe-oF namespace) would count them."),
+    _opt("--kv-dev", default=None,
+         help="MAJ:MIN of the --kv-diskstats line [the tier directory's filesystem's, as "
+              "findmnt -T numbers it]."),
+    _opt("--storage-host-lies", is_flag=True,
+         help="The storage host's --diskstats count the memory tier's hits as device "
+              "reads (a `dd` on the storage host); --kv-diskstats does not."),
     _opt("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
          help="Share tokenized-prompt digests here (CPU only: engines restarted on the "
               "same documents skip re-tokenizing; no modelled number changes)."),
@@ -105,6 +114,8 @@ def spec_from_context(ctx: click.Context) -> EngineSpec:
         external_tier=v["external_tier"] == "on", speed=v["speed"], tp=v["tp"],
         instance=v["instance"], tier_dir=v["tier_dir"], tier_reset=v["tier_reset"],
         diskstats=v["diskstats"], diskstats_device=v["diskstats_device"],
+        kv_diskstats=v["kv_diskstats"], kv_dev=v["kv_dev"],
+        storage_host_lies=v["storage_host_lies"],
         cache_dir=v["cache_dir"], tier_read_gbps=v["tier_read_gbps"], model=v["model"],
         seed=v["seed"], stream_interval=v["stream_interval"], eos_rate=v["eos_rate"],
         tier_counters=v["tier_counters"] == "on", memory_tier=v["memory_tier"],

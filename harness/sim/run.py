@@ -44,10 +44,15 @@ async def serve(spec: EngineSpec, *, url_file: Path | None = None,
         raise InfrastructureError(f"cannot listen on {spec.host}:{spec.port}: {said}",
                                   stage="sim start") from exc
     url = _bound_url(site, spec)
-    acct = server.diskstats()
-    if acct is not None:
-        server.engine.io.on_read_done = acct.flush
-    flusher = asyncio.create_task(acct.run(stop)) if acct is not None else None
+    accts = server.diskstats()
+
+    def flush_all() -> None:
+        for a in accts:
+            a.flush()
+
+    if accts:
+        server.engine.io.on_read_done = flush_all
+    flushers = [asyncio.create_task(a.run(stop)) for a in accts]
     keeper = asyncio.create_task(server.housekeep(stop))
     tier = "on" if spec.external_tier else "off"
     sys.stderr.write(
@@ -65,9 +70,9 @@ async def serve(spec: EngineSpec, *, url_file: Path | None = None,
         await runner.cleanup()
         server.engine.drain_writes()
         await keeper
-        if flusher is not None:
+        for flusher in flushers:
             await flusher
-        if acct is not None:
+        for acct in accts:
             acct.flush(final=True)
         server.close()
         sys.stderr.write("gate sim: stopped\n")

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from harness import __version__
 from harness.sim import shapes, tokenizer
-from harness.sim.diskstats import DiskstatsAccountant, DiskstatsFile
+from harness.sim.diskstats import DiskstatsAccountant, accountants
 from harness.sim.engine import Arrival, Engine, Rates, Trace
 from harness.sim.eos import EosDraws
 from harness.sim.faults import Fault, FaultDraws
@@ -108,12 +108,8 @@ class SimServer:
     def ready(self) -> bool:
         return asyncio.get_running_loop().time() >= self.ready_at
 
-    def diskstats(self) -> DiskstatsAccountant | None:
-        if self.spec.diskstats is None:
-            return None
-        loop = asyncio.get_running_loop()
-        return DiskstatsAccountant(DiskstatsFile(self.spec.diskstats, self.spec.diskstats_device),
-                                   self.engine.io_snapshot, loop.time)
+    def diskstats(self) -> list[DiskstatsAccountant]:
+        return accountants(self.spec, self.engine.io_snapshot, asyncio.get_running_loop().time)
 
     async def housekeep(self, stop: asyncio.Event) -> None:
         """Write the tier's batched LRU touches every half second."""
@@ -386,3 +382,4 @@ def build_app(server: SimServer) -> web.Application:
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_post("/v1/chat/completions", server.chat)
     return app
+

@@ -8,6 +8,7 @@ reuses the same arguments) and through argv (the `gate sim` command line).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,12 @@ class FaultSpec:
 
 # EngineSpec fields the server does not report in gate_sim.config: where it listens, and
 # the arm's own state (its tier directory and whether it is emptied at start, its
-# diskstats file, the prompt-digest cache, which changes no modelled number). The
-# faults are reported field by field.
-NOT_REPORTED = frozenset({"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir"})
+# diskstats files, the prompt-digest cache, which changes no modelled number), and what
+# the hosts around the engine do (a storage host that lies is not the engine's to say).
+# The faults are reported field by field.
+NOT_REPORTED = frozenset({"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir",
+                          "kv_diskstats", "kv_dev", "storage_host_lies"})
+_PATHS = ("tier_dir", "diskstats", "kv_diskstats", "cache_dir")
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,16 @@ class EngineSpec:
     instance: int = 0  # index of this engine within its layout (TP4x2: 0 and 1)
     tier_dir: Path | None = None  # None with the tier on: an in-memory tier (lost on exit)
     tier_reset: bool = False
-    diskstats: Path | None = None
+    diskstats: Path | None = None  # the storage host's view of the tier's device
     diskstats_device: str = "nvme9n1"
+    # The GPU host's view: its KV volume (the NVMe-oF namespace) reads what the device
+    # read, on a line numbered `kv_dev` (MAJ:MIN; None: the tier directory's filesystem,
+    # as findmnt -T numbers it), so G3's kv_volume check finds it.
+    kv_diskstats: Path | None = None
+    kv_dev: str | None = None
+    # The storage host's diskstats count the memory tier's hits as device reads, as a
+    # `dd` on the vendor's storage host during the phase would; the GPU host's do not.
+    storage_host_lies: bool = False
     cache_dir: Path | None = None  # shared prompt-digest cache (speed only, no numbers)
     tier_read_gbps: float | None = None  # override the profile's tier read bandwidth
     model: str | None = None  # serve under another name (arms that differ, on purpose)
@@ -98,6 +110,8 @@ class EngineSpec:
             raise UsageError("must be >= 1", key="--stream-interval")
         if not 0.0 <= self.eos_rate <= 1.0:
             raise UsageError(f"must be between 0 and 1, got {self.eos_rate}", key="--eos-rate")
+        if self.kv_dev is not None and not re.fullmatch(r"\d+:\d+", self.kv_dev):
+            raise UsageError(f"not MAJ:MIN: {self.kv_dev!r}", key="--kv-dev")
         if not 0.0 <= self.memory_tier <= 1.0:
             raise UsageError(f"must be between 0 and 1, got {self.memory_tier}",
                              key="--memory-tier")
@@ -134,7 +148,7 @@ class EngineSpec:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("tier_dir", "diskstats", "cache_dir"):
+        for key in _PATHS:
             if data[key] is not None:
                 data[key] = str(data[key])
         return data
@@ -143,7 +157,7 @@ class EngineSpec:
     def from_json(cls, data: dict[str, Any]) -> EngineSpec:
         data = dict(data)
         faults = FaultSpec(**data.pop("faults", {}))
-        for key in ("tier_dir", "diskstats", "cache_dir"):
+        for key in _PATHS:
             if data.get(key) is not None:
                 data[key] = Path(data[key])
         return cls(faults=faults, **data)
@@ -168,6 +182,12 @@ class EngineSpec:
             argv.append("--tier-reset")
         if self.diskstats is not None:
             argv += ["--diskstats", str(self.diskstats)]
+        if self.kv_diskstats is not None:
+            argv += ["--kv-diskstats", str(self.kv_diskstats)]
+        if self.kv_dev is not None:
+            argv += ["--kv-dev", self.kv_dev]
+        if self.storage_host_lies:
+            argv.append("--storage-host-lies")
         if self.cache_dir is not None:
             argv += ["--cache-dir", str(self.cache_dir)]
         if self.tier_read_gbps is not None:

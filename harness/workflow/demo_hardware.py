@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ParseError
-from harness.g2.mount import NOT_DIRECT
-from harness.g2.mount import argv as findmnt_argv
 from harness.probes.findmnt import Mount, parse_findmnt
+from harness.probes.mounts import NOT_DIRECT
+from harness.probes.mounts import argv as findmnt_argv
 from harness.probes.nic import parse_ethtool, parse_ethtool_driver
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.sim.hosts import HardwareProfile, load_catalog
@@ -153,6 +154,43 @@ def mount_point(path: Path) -> str:
     while not os.path.ismount(path) and path != path.parent:
         path = path.parent
     return str(path)
+
+
+@dataclass(frozen=True)
+class DemoKvVolume:
+    """The demo's `gates.g3.evidence.kv_volume`: its tier directory as the GPU host's KV
+    volume, and the line the simulated engines account its reads on (`majmin`)."""
+
+    path: str
+    mount: str
+    direct: bool
+    diskstats: str
+    majmin: str
+
+    def zero_line(self) -> None:
+        """The simulated GPU host's diskstats before any engine ran: the volume's line at
+        zero, as a real host's /proc/diskstats lists a device before anything reads it."""
+        from harness.sim.diskstats import KV_DEVICE, DiskLine, format_line
+
+        major, _, minor = self.majmin.partition(":")
+        Path(self.diskstats).write_text(format_line(DiskLine(int(major), int(minor),
+                                                             KV_DEVICE)))
+
+    def yaml(self) -> str:
+        return (f"      # the GPU host's side of the tier's reads: G3 resolves the path with\n"
+                f"      # findmnt -T and reads that device's line of diskstats\n"
+                f"      kv_volume: {{path: \"{self.path}\", mount: \"{self.mount}\", "
+                f"direct: {str(self.direct).lower()}, diskstats: \"{self.diskstats}\"}}\n")
+
+
+def kv_volume(tier: Path, diskstats: Path) -> DemoKvVolume | None:
+    """The tier directory as findmnt resolves it; None without findmnt (then the demo's
+    G3 reads the storage host's side alone, as a simulated site may)."""
+    found = filesystem(tier.parent)
+    if found is None or found.majmin is None:
+        return None
+    return DemoKvVolume(str(tier), found.target, found.fstype not in NOT_DIRECT,
+                        str(diskstats), found.majmin)
 
 
 def gdsio_yaml(root: Path) -> str:

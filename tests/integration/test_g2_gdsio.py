@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.g2.mount import NOT_DIRECT
-from harness.g2.mount import argv as findmnt_argv
 from harness.probes.findmnt import parse_findmnt
+from harness.probes.mounts import NOT_DIRECT
+from harness.probes.mounts import argv as findmnt_argv
 from harness.workflow.demo_hardware import mount_point
 from tests.gate_testing import GATE
 from tests.lab_site import TEST_CAPTURES

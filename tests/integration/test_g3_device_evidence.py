@@ -5,9 +5,14 @@ The review's route: a KV store held in memory in front of the flash (an LMCache 
 Mooncake DRAM pool) survives the engine's restart, so the engine's tier counters count
 every hit while the flash reads little or nothing. The simulator's `--memory-tier SHARE`
 serves that share of the tier's loads from such a store: counted as external hits, never
-read from the device. All from memory: "accelerator not exercised"; most from memory: the
-same, naming the share another tier served; a quarter from memory: the cell may pass its
-criteria, but the other tier is named and the PASS needs a reviewer's sign-off.
+read from the device. All from memory: "accelerator not exercised"; a quarter from
+memory: the cell may pass its criteria, but the other tier is named and the PASS needs a
+reviewer's sign-off.
+
+And the storage host is the vendor's: all from memory while its diskstats count those
+hits as its devices' reads (`--storage-host-lies`, as a `dd` there during the phase
+would) satisfies the storage hosts' side, never the GPU host's KV volume, which the demo
+site declares (gates.g3.evidence.kv_volume: the tier directory, resolved with findmnt).
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ pytestmark = pytest.mark.slow
 def site(tmp_path: Path) -> Iterator[Site]:
     with one_cell_site(tmp_path) as made:
         yield made
+
+
+def with_storage_host_lying(site: Site, lies: bool = True) -> None:
+    """The storage host counts what the memory tier served as its devices' reads. Given to
+    both arms' engines (the baseline has no tier: nothing to count), so their argv agree
+    as the engines at a site would: the lie is the storage host's, not the engine's."""
+    for name in ("baseline", "accelerated"):
+        start = dict(site.arm(name)["start"])  # type: ignore[call-overload]
+        honest = [w for w in start["command"] if w != "--storage-host-lies"]
+        start["command"] = [*honest, "--storage-host-lies"] if lies else honest
+        site.edit({"arms": {name: {"start": start}}})
 
 
 def with_memory_tier(site: Site, share: float) -> None:
@@ -66,13 +82,21 @@ def test_a_kv_store_in_memory_in_front_of_the_flash_is_not_the_accelerators_work
     evidence = json.loads(str(summary[0][0]))["evidence"]
     assert evidence["external_hit_share"] > 0.9 and evidence["storage"]["bytes_read"] == 0
 
-    with_memory_tier(site, 0.6)
+    with_storage_host_lying(site)
     out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]
-    most = str(cell(site, 2)["message"])
-    assert "of the 268.44 GB of KV it recovered cold (< 50%): another tier (memory?) " \
-           "served 59%" in most, most
+    lied = str(cell(site, 2)["message"])
+    assert "the GPU hosts' KV volume read 0.00 GB during the accelerated arm's measured " \
+           "phase, 0% of the 268.44 GB of KV it recovered cold (< 50%), while the storage " \
+           "hosts reported" in lied, lied
+    summary = site.query("SELECT summary FROM benchmark WHERE run_id = 2 AND "
+                         "arm = 'accelerated' AND phase = 'measured'")
+    evidence = json.loads(str(summary[0][0]))["evidence"]
+    # the storage hosts' side alone would have passed: they "read" all the cold KV
+    assert evidence["storage"]["bytes_read"] >= 0.5 * 268.44e9, evidence["storage"]
+    assert evidence["kv_volume"]["bytes_read"] == 0 and evidence["kv_volume"]["hosts"] == 1
 
+    with_storage_host_lying(site, lies=False)
     with_memory_tier(site, 0.25)
     out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]

@@ -53,6 +53,20 @@ def arm(name: str, shared: Path, extra: list[str]) -> dict[str, object]:
 
 def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
                acc_extra: list[str], allow: tuple[str, ...] = ()) -> Path:
+    from harness.workflow.demo_hardware import kv_volume
+
+    # The GPU host's KV volume, as the demo's: the tier directory, resolved with findmnt
+    # over SSH on h1, its line of the simulator's GPU-side diskstats read there.
+    (shared / "tier").mkdir(exist_ok=True)
+    volume = kv_volume(shared / "tier", shared / "kv-diskstats")
+    evidence: dict[str, object] = {"diskstats": str(shared / "diskstats"),
+                                   "devices": ["nvme9n1"], "storage_groups": ["storage"]}
+    if volume is not None:
+        volume.zero_line()
+        evidence["kv_volume"] = {"path": volume.path, "mount": volume.mount,
+                                 "direct": volume.direct, "diskstats": volume.diskstats}
+        on_gpu = ["--kv-diskstats", volume.diskstats, "--kv-dev", volume.majmin]
+        base_extra, acc_extra = [*base_extra, *on_gpu], [*acc_extra, *on_gpu]
     lab.write_inventory(site / "hosts.ini")
     lab.write_known_hosts(site / "known_hosts")
     config = {
@@ -78,9 +92,7 @@ def write_site(lab: Lab, site: Path, shared: Path, *, base_extra: list[str],
         "gates": {"g1": {"bom": {"gpu": {"gpu": {"model": "H100 80GB HBM3", "count": 8}}}},
                   "g3": {"tiers": [4], "repetitions": {"min": 3, "max": 8},
                          "drop_caches_on": ["gpu", "storage"], "bootstrap": 1000,
-                         "evidence": {"diskstats": str(shared / "diskstats"),
-                                      "devices": ["nvme9n1"],
-                                      "storage_groups": ["storage"]}}},
+                         "evidence": evidence}},
     }
     path = site / "gate.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -168,6 +180,11 @@ def test_seed_shaped_profile_passes_over_ssh(ssh_lab: Lab, tmp_path: Path,
     assert "drop page cache" in events  # dropped on h1 and h2 with sudo over SSH
     assert any(e.startswith("serve.yml") for e in events)  # restarts went through Ansible
     assert storage and storage > 0  # the tier's reads, seen from the storage host
+    assert "kv volume" in events  # resolved on h1 with findmnt over SSH
+    with create_engine(f"sqlite:///{tmp_path / 'gate.db'}").connect() as conn:
+        gpu_side = conn.execute(text("SELECT max(value) FROM series WHERE "
+                                     "metric='kv_volume_read_bytes' AND source='h1'")).scalar()
+    assert gpu_side and gpu_side > 0  # ... and from the GPU host's KV volume
 
 
 def test_null_scenario_is_not_pass(ssh_lab: Lab, tmp_path: Path, shared_dir: Path) -> None:

@@ -94,7 +94,9 @@ def test_an_undocumented_pattern_weakens_g3_and_documented_ones_do_not() -> None
     assert "needs a reviewer's sign-off" in dev.line() and "proc:cwd" in dev.why
     from harness.g3.plan import weakened as g3_weakened
 
-    [line] = g3_weakened(cfg)  # what the runner holds a PASS back for (WEAKENED_REASON)
+    # what the runner holds a PASS back for (WEAKENED_REASON); the site has no kv_volume
+    line, no_volume = g3_weakened(cfg)
+    assert no_volume.startswith("gates.g3.evidence.kv_volume not set")
     assert line.startswith("arms.accelerated.differs_by = argv:--max-num-seqs, proc:cwd")
     # the engine named: only its family's knobs count
     cfg, _ = parse_config(site('["argv:--hicache-ratio"]', "engine: vllm\n"), "g.yaml")

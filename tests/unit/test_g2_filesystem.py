@@ -1,5 +1,5 @@
 """G2 fio runs only on the filesystem its target declares (REVIEW-R3 F1): findmnt's answer
-parsed from real captures, and judged against the target (harness/g2/mount.py)."""
+parsed from real captures, and judged against the target (harness/probes/mounts.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from harness.config.models import FioTarget
 from harness.errors import ParseError
-from harness.g2 import mount
+from harness.probes import mounts as mount
 from harness.probes.findmnt import Mount, parse_findmnt
 
 HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"

@@ -17,7 +17,8 @@ from harness.sim.spec import NOT_REPORTED, EngineSpec, FaultSpec
 FULL = EngineSpec(
     profile="r2-moe480b", host="10.0.0.2", port=8123, external_tier=True, speed=37.5, tp=4,
     instance=1, tier_dir=Path("/tmp/t"), tier_reset=True, diskstats=Path("/tmp/d"),
-    diskstats_device="nvme3n1", cache_dir=Path("/tmp/c"), tier_read_gbps=7.5,
+    diskstats_device="nvme3n1", kv_diskstats=Path("/tmp/k"), kv_dev="259:4",
+    storage_host_lies=True, cache_dir=Path("/tmp/c"), tier_read_gbps=7.5,
     model="other/model", seed=9, stream_interval=4, eos_rate=0.25,
     faults=FaultSpec(error_rate=0.1, stall_rate=0.05, stall_s=2.0, crash_after=7,
                      slow_start_s=3.0))
@@ -93,7 +94,9 @@ def test_reported_config_has_every_parameter_that_changes_behaviour() -> None:
     expected = ({f.name for f in fields(EngineSpec)} - NOT_REPORTED - {"faults"}
                 | {f.name for f in fields(FaultSpec)})
     assert set(config) == expected
-    assert {"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir"} == NOT_REPORTED
+    # a storage host that lies is the attack G3 must catch: never the engine's to report
+    assert {"host", "port", "tier_dir", "tier_reset", "diskstats", "cache_dir",
+            "kv_diskstats", "kv_dev", "storage_host_lies"} == NOT_REPORTED
     assert config["eos_rate"] == 0.25 and config["error_rate"] == 0.1
     assert config["crash_after"] == 7 and config["model"] == "other/model"
     assert EngineSpec(profile="r2-moe480b").reported_config()["tp"] == 8  # resolved

@@ -25,7 +25,8 @@ PREFERRED = ("prompt_tokens", "external_hit_tokens", "external_hits", "lmcache_h
 FLAGS = ("exposes_external",)
 # Evidence fields the cross-checks table shows (means, counts of requests, device bytes):
 # never summed into the cache-hit table.
-CROSSCHECK = ("device_bytes_read", "cold_kv_tokens", "kv_bytes_per_token", "kv_compression",
+CROSSCHECK = ("device_bytes_read", "kv_volume_bytes_read", "cold_kv_tokens",
+              "kv_bytes_per_token", "kv_compression",
               "server_ttft_mean_s", "client_ttft_mean_s", "server_e2e_mean_s",
               "client_e2e_mean_s", "engine_requests", "engine_prompt_tokens", "client_sent",
               "client_completed", "client_prompt_tokens")
@@ -170,20 +171,25 @@ def crosscheck_table(frames: RunFrames, ctx: Context) -> Table | None:
     def col(frame: pd.DataFrame, name: str) -> pd.Series:
         return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
 
+    both = "kv_volume_bytes_read" in wide  # the GPU hosts' KV volume was read too
     rows = []
     for (layout, tier, arm), g in wide.groupby(level=["layout", "tier", "arm"], sort=True):
         read = float(col(g, "device_bytes_read").sum())
+        reads = f"{read / 1e9:.2f} GB"
+        if both:  # storage hosts / GPU hosts; the share is the end that read least
+            gpu = float(col(g, "kv_volume_bytes_read").sum())
+            reads, read = f"{read / 1e9:.2f} / {gpu / 1e9:.2f} GB", min(read, gpu)
         cold = float((col(g, "cold_kv_tokens") * col(g, "kv_bytes_per_token")
                       / col(g, "kv_compression").fillna(1.0)).sum())
         share = fmt.pct(read / cold) if arm == "accelerated" and cold > 0 else fmt.dash()
         seen, sent = col(g, "engine_requests").sum(min_count=1), col(g, "client_sent").sum()
 
-        rows.append([str(layout), str(tier), _arm_word(t, str(arm)),
-                     f"{read / 1e9:.2f} GB", share,
+        rows.append([str(layout), str(tier), _arm_word(t, str(arm)), reads, share,
                      f"{fmt.number(_f(seen))} / {fmt.number(_f(sent))}",
                      _means(col(g, "client_ttft_mean_s"), col(g, "server_ttft_mean_s")),
                      _means(col(g, "client_e2e_mean_s"), col(g, "server_e2e_mean_s"))])
-    return Table(columns=[t("col.layout"), t("col.tier"), t("col.arm"), t("col.device_reads"),
+    return Table(columns=[t("col.layout"), t("col.tier"), t("col.arm"),
+                          t("col.device_reads_both" if both else "col.device_reads"),
                           t("col.of_cold_kv"), t("col.requests_engine_gate"),
                           t("col.ttft_client_engine"), t("col.e2e_client_engine")],
                  rows=rows)

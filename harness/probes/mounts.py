@@ -1,9 +1,11 @@
-"""What a G2 fio target's path is on: the filesystem `findmnt -T` resolves it to, judged
-against what the target declares (harness/config/baseline.py:FioTarget).
+"""What a directory a gate measures on is: the filesystem `findmnt -T` resolves it to,
+judged against what it declares (G2's fio targets and gdsio directory,
+harness/config/baseline.py; G3's KV volume, gates.g3.evidence.kv_volume).
 
-Why: fio measures whatever filesystem holds its file. An accelerator volume that is not
-mounted at the moment of the run leaves an empty directory on the root disk, and a local
-NVMe root passes against the accelerator's figures. So the path must exist (G2 never
+Why: fio measures whatever filesystem holds its file, and G3 reads the KV volume's
+device. An accelerator volume that is not mounted at the moment of the run leaves an
+empty directory on the root disk, and a local NVMe root passes against the accelerator's
+figures. So the path must exist (G2 never
 creates it), must not be the root filesystem unless the target says so (`mount: /`, or
 `device:` naming the root's source), must be the declared mount / device when one is
 declared, and with O_DIRECT must be a filesystem that honours it.
@@ -39,7 +41,8 @@ ZFS_DIRECT_IO = (2, 3)
 
 
 def argv(path: str) -> list[str]:
-    return ["findmnt", "-n", "-P", "-o", "SOURCE,FSTYPE,TARGET", "-T", path]
+    """MAJ:MIN names the device as /proc/diskstats numbers it (dm-3, nvme1n1p1 alike)."""
+    return ["findmnt", "-n", "-P", "-o", "SOURCE,FSTYPE,TARGET,MAJ:MIN", "-T", path]
 
 
 def described(mount: Mount) -> str:
