@@ -153,10 +153,22 @@ class _Launched:
             return None if code is None else f"exited with code {code}"
         if alive(self.pid, ticks):
             return None
-        code = exit_code(self.spawner, self.pid) if self.spawner is not None else None
+        code = self._reaped_code()
         if code is None:
             return "exited"  # forked by the spawner, which did not say its exit code
         return f"exited with code {code}"
+
+    def _reaped_code(self) -> int | None:
+        """The spawner's word on the exit code. A child seen gone may not be reaped yet
+        (a zombie, on a busy host): ask for up to a second before saying none is known."""
+        if self.spawner is None:
+            return None
+        for _ in range(10):
+            code = exit_code(self.spawner, self.pid)
+            if code is not None:
+                return code
+            time.sleep(0.1)
+        return None
 
 
 def _launch(argv: list[str], log: Path, spawner: Path | None) -> _Launched:

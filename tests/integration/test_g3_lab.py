@@ -187,12 +187,9 @@ def test_seed_shaped_profile_passes_over_ssh(ssh_lab: Lab, tmp_path: Path,
     assert gpu_side and gpu_side > 0  # ... and from the GPU host's KV volume
 
 
-def test_null_scenario_is_not_pass(ssh_lab: Lab, tmp_path: Path, shared_dir: Path) -> None:
-    write_site(ssh_lab, tmp_path, shared_dir, base_extra=["--profile", "null"],
-               acc_extra=["--profile", "null"])
-    out, run = run_g3(ssh_lab, tmp_path)
-    assert out.returncode in (1, 2), out.stdout + out.stderr[-3000:]
-    assert run["verdict"] in ("STOP-LOSS", "INCONCLUSIVE")
+# The null profile over SSH cost ~100 s of CI's 30 minutes and found nothing the seed-shaped
+# run above and test_demo_scenarios' null demo do not: it runs on with
+# GATE_TEST_ALL_PLACEMENTS=1 (below, with the load on the client host).
 
 
 def test_arms_serving_different_models_are_an_error(ssh_lab: Lab, tmp_path: Path,
