@@ -4,6 +4,10 @@ TTFT is the arrival of the first SSE chunk that has `choices` (even with empty t
 vllm/benchmarks/lib/endpoint_request_func.py does); the first chunk with non-empty text is
 kept beside it. Every choice chunk's arrival is kept. Each network read is stamped once,
 when it arrives, so parsing never delays a timestamp. A failure is a record with its kind.
+
+http:// URLs go through gate's own HTTP/1.1 client (http1_pool.py: the hot path, for its
+cost per request), https:// through aiohttp; both hand their reads to one parser
+(chunks.py) and end as an Outcome, so a record does not depend on which carried it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any, Literal
 
 import aiohttp
 
+from harness.loadgen import http1
 from harness.loadgen.chunks import ChunkReader, fail
+from harness.loadgen.http1_pool import Outcome, Pool
 from harness.loadgen.records import RequestRecord, RequestSpec
 
 Api = Literal["completions", "chat"]
@@ -84,55 +90,118 @@ def base_headers(tag: str = "gate") -> dict[str, str]:
     return headers
 
 
-def new_session(timeout: float, concurrency: int) -> aiohttp.ClientSession:
-    """One pooled session for the phase: keep-alive, no cookie jar, one timeout per request."""
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300,
-                                     keepalive_timeout=60, force_close=False)
-    return aiohttp.ClientSession(
-        connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
-        timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 60.0)),
-        read_bufsize=1 << 18, connector_owner=True,
-    )
+class Session:
+    """A phase's HTTP clients: gate's own keep-alive HTTP/1.1 pool for http:// URLs (the
+    hot path, harness/loadgen/http1_pool.py) and one aiohttp session, made when first
+    needed, for https:// and whatever else the pool does not speak (raw=False: every URL)."""
+
+    def __init__(self, timeout: float, *, raw: bool = True) -> None:
+        self.timeout = timeout
+        self.raw = raw
+        self.pool = Pool(timeout)
+        self._targets: dict[str, http1.Target | None] = {}
+        self._web: aiohttp.ClientSession | None = None
+
+    def target(self, url: str) -> http1.Target | None:
+        """Where the pool sends `url`; None: aiohttp carries it."""
+        try:
+            return self._targets[url]
+        except KeyError:
+            to = http1.target(url) if self.raw else None
+            self._targets[url] = to
+            return to
+
+    def client_name(self, url: str) -> str:
+        """Which client carries `url`, for a phase's notes."""
+        return "gate-http1" if self.target(url) is not None else "aiohttp"
+
+    def web(self) -> aiohttp.ClientSession:
+        """The aiohttp session: keep-alive, no cookie jar, one timeout per request."""
+        if self._web is None:
+            timeout = self.timeout
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300,
+                                             keepalive_timeout=60, force_close=False)
+            self._web = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 60.0)),
+                read_bufsize=1 << 18, connector_owner=True)
+        return self._web
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.pool.close()
+        if self._web is not None:
+            await self._web.close()
+            self._web = None
 
 
-async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
-                 headers: Mapping[str, str], rec: RequestRecord, t0: float, chat: bool,
-                 prompt_tokens: int | None) -> float:
+def new_session(timeout: float, concurrency: int) -> Session:
+    """One pooled Session for a phase: connections open as the first `concurrency`
+    requests go out, then stay (the pool holds one per request in flight)."""
+    del concurrency
+    return Session(timeout)
+
+
+async def stream(session: Session, url: str, body: bytes, headers: Mapping[str, str],
+                 rec: RequestRecord, t0: float, chat: bool, prompt_tokens: int | None
+                 ) -> float:
     """Send one request and fill `rec` in place (times relative to `t0`, the phase start).
     Returns when (monotonic) its last network read arrived: the moment its slot freed."""
-    monotonic = time.monotonic
-    sent = monotonic()
+    sent = time.monotonic()
     rec.sent = sent - t0
     reader = ChunkReader(rec, chat, sent)
+    to = session.target(url)
+    try:
+        if to is None:
+            out = await _via_aiohttp(session.web(), url, body, headers, reader)
+        else:
+            out = await session.pool.send(to, headers, body, reader)
+    finally:
+        reader.close(prompt_tokens)
+    if out.stopped:  # the reader failed the stream itself
+        return out.last
+    n = len(reader.chunks)
+    if out.kind == "timeout":
+        fail(rec, "timeout", f"no complete response within the request timeout "
+             f"({n} chunks received)")
+    elif out.kind in ("cut", "disconnect"):
+        fail(rec, out.kind, f"{out.detail} after {n} chunks")
+    elif out.kind is not None:
+        fail(rec, out.kind, out.detail)
+    elif out.status != 200:
+        fail(rec, f"http_{out.status}", f"HTTP {out.status} {out.reason}: "
+             f"{out.body[:2000].decode('utf-8', 'replace')}")
+    else:
+        reader.end()  # after close(): no_text reads the usage's token count
+    return out.last
+
+
+async def _via_aiohttp(session: aiohttp.ClientSession, url: str, body: bytes,
+                       headers: Mapping[str, str], reader: ChunkReader) -> Outcome:
+    """One request through aiohttp, ended as the pool's are; each read is stamped when
+    the task reading it wakes."""
+    monotonic = time.monotonic
     try:
         async with session.post(url, data=body, headers=headers) as resp:
             reader.head(resp.status)
             if resp.status != 200:
                 raw = await resp.read()
-                fail(rec, f"http_{resp.status}",
-                     f"HTTP {resp.status} {resp.reason or ''}: "
-                     f"{raw[:2000].decode('utf-8', 'replace')}")
-                return monotonic()
+                return Outcome(monotonic(), resp.status, resp.reason or "", raw)
             feed = reader.feed
             async for data in resp.content.iter_any():
                 if not feed(monotonic(), data):
-                    return monotonic()
+                    return Outcome(monotonic(), 200, stopped=True)
     except TimeoutError:
-        fail(rec, "timeout", f"no complete response within the request timeout "
-             f"({len(reader.chunks)} chunks received)")
-        return monotonic()
+        return Outcome(monotonic(), kind="timeout")
     except aiohttp.ClientConnectorError as exc:
-        fail(rec, "connect", f"{type(exc).__name__}: {exc}")
-        return monotonic()
+        return Outcome(monotonic(), kind="connect", detail=f"{type(exc).__name__}: {exc}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
             aiohttp.ClientOSError) as exc:
-        kind = "cut" if rec.status is not None else "disconnect"
-        fail(rec, kind, f"{type(exc).__name__}: {exc} after {len(reader.chunks)} chunks")
-        return monotonic()
+        kind = "cut" if reader.rec.status is not None else "disconnect"
+        return Outcome(monotonic(), kind=kind, detail=f"{type(exc).__name__}: {exc}")
     except aiohttp.ClientError as exc:
-        fail(rec, "client_error", f"{type(exc).__name__}: {exc}")
-        return monotonic()
-    finally:
-        reader.close(prompt_tokens)
-    reader.end()  # after close(): no_text reads the usage's token count
-    return reader.last
+        return Outcome(monotonic(), kind="client_error",
+                       detail=f"{type(exc).__name__}: {exc}")
+    return Outcome(reader.last, 200)
