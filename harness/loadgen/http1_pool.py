@@ -88,7 +88,7 @@ class _Conn(asyncio.Protocol):
                                    detail="the connection closed before the request"))
             return fut
         self.fut, self.sink, self.status = fut, sink, 0
-        self.parser = ResponseParser()
+        self.parser = ResponseParser(self.parser)  # same server: a head it knows
         self.body = bytearray()
         self.deadline = deadline
         if self.timer is None:

@@ -250,3 +250,32 @@ def test_captured_responses_parse_as_read_and_at_every_split(case: dict[str, obj
     assert payloads[-1]["usage"]["completion_tokens"] >= 1
     for reads2 in [[raw[:i], raw[i:]] for i in range(0, len(raw) + 1, 7)]:
         assert run(reads2)[1] == body
+
+
+def test_a_head_the_previous_response_had_is_taken_as_read() -> None:
+    """A server's streamed answers differ in the Date line only (once a second): the
+    next response with the same head bytes takes the previous reading, and parses its
+    body the same at every split; a different head is parsed afresh."""
+    first, _ = run([CHUNKED])
+    for reads in splits(CHUNKED):
+        p = ResponseParser(first)
+        assert b"".join(p.feed(r) for r in reads) == EVENTS
+        assert p.done and p.keep_alive and p.status == 200
+        assert p.headers["transfer-encoding"] == "chunked"
+    p = ResponseParser(first)
+    p.feed(CHUNKED)
+    assert p.headers is first.headers  # taken, not parsed
+    other = CHUNKED.replace(b"text/event-stream", b"text/event-strea2")
+    p = ResponseParser(first)
+    assert p.feed(other) == EVENTS and p.headers is not first.headers
+    assert p.headers["content-type"] == "text/event-strea2"
+    # the state right after the head comes along: a length, a close
+    closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\n"
+    a, _ = run([closing + b"abc"])
+    b = ResponseParser(a)
+    assert b.feed(closing + b"ab") == b"ab" and not b.done
+    assert b.feed(b"c") == b"c" and b.done and not b.keep_alive
+    # after an interim answer, nothing is known; parsers do not chain
+    c, _ = run([b"HTTP/1.1 100 Continue\r\n\r\n" + CHUNKED])
+    assert ResponseParser(c).feed(CHUNKED) == EVENTS
+    assert ResponseParser(ResponseParser(first))._like is None
