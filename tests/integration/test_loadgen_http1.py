@@ -223,7 +223,8 @@ def test_the_benchmarks_raw_server_is_read_whole() -> None:
         proc.terminate()
         proc.wait()
     assert res.summary.completed == 20
-    assert all(len(r.chunk_times) == 5 and r.ttft and r.ttft >= 0.01 for r in res.records)
+    # the server times its chunks on a millisecond loop clock: 10 ms may come 9.5 ms after
+    assert all(len(r.chunk_times) == 5 and r.ttft and r.ttft >= 0.008 for r in res.records)
 
 
 def test_https_and_credentials_in_the_url_stay_with_aiohttp() -> None:
