@@ -102,6 +102,14 @@ def test_connections_are_kept_alive_and_headers_are_the_phases() -> None:
     assert len(ids) == 30
 
 
+def test_the_api_key_goes_out_as_a_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with canned(lambda i: chunked_ok()) as (url, srv):
+        res = phase(url, 2, concurrency=1)
+    assert res.summary.completed == 2
+    assert all(b"\r\nAuthorization: Bearer sk-test\r\n" in h for h in srv.heads)
+
+
 def test_connection_close_answers_open_a_connection_each() -> None:
     with canned(lambda i: chunked_ok(3, "Connection: close")) as (url, srv):
         res = phase(url, 12, concurrency=2)
