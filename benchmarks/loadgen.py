@@ -6,6 +6,11 @@ single-process aiohttp + uvloop client measured in the same run (issue 24: knowi
 own error must not cost its speed); below saturation (c=64, server TTFT 50 ms, 16 tokens
 5 ms apart) it adds <= 1 ms to TTFT p50 over the server's own first-byte stamps.
 
+gate's phases carry http:// streams on gate's own HTTP/1.1 client
+(harness/loadgen/http1_pool.py; docs/metrics.md says why), which parses every event and
+stamps every read; the reference stays what the issue names, aiohttp + uvloop reading
+each stream to its end without parsing it. The client each gate run used is printed.
+
 Run: .venv/bin/python benchmarks/loadgen.py [--requests 20000] [--trials 5]
 Each client runs in its own process, one after another, against the same server process;
 trials alternate bare / engine / `gate bench` so drift on a shared machine (other jobs
@@ -112,7 +117,8 @@ def engine(url: str, c: int, n: int) -> dict[str, Any]:
         chunks = sum(len(r.chunk_times) for r in res.records)
         store.close()
     return {"rate": res.summary.request_throughput, "cpu_us": used / n * 1e6,
-            "stored": sink.stored, "chunks": chunks, "failed": res.summary.failed}
+            "stored": sink.stored, "chunks": chunks, "failed": res.summary.failed,
+            "http_client": res.params.get("http_client")}
 
 
 def cli(url: str, c: int, n: int, cpu: int | None) -> dict[str, Any]:
@@ -131,7 +137,7 @@ def cli(url: str, c: int, n: int, cpu: int | None) -> dict[str, Any]:
     doc = json.loads(out.stdout)
     s = doc["summary"]
     return {"rate": s["request_throughput"], "stored": s["stored_requests"],
-            "client": doc["client"]}
+            "client": doc["client"], "http_client": s.get("http_client")}
 
 
 def in_child(kind: str, url: str, c: int, n: int, cpu: int | None) -> dict[str, Any]:
@@ -165,7 +171,8 @@ def saturation(n: int, trials: int, pin: bool) -> None:
         print(f"  {label:<22} median {med[kind]:7.0f} req/s  ({rates}){cpu_txt}")
     e = runs["engine"][-1]
     print(f"  engine kept {e['chunks']} chunk times, stored {e['stored']} of {n} requests, "
-          f"{e['failed']} failed; CLI stored {runs['cli'][-1]['stored']}")
+          f"{e['failed']} failed; CLI stored {runs['cli'][-1]['stored']}; HTTP client: "
+          f"engine {e['http_client']}, CLI {runs['cli'][-1]['http_client']}")
     c = runs["cli"][-1]["client"]
     print(f"  CLI's own error (last trial): delay mean {c['delay_mean_ms']} ms, p99 "
           f"{c['delay_p99_ms']} ms against a TTFT p50 of {c['ttft_p50_ms']} ms; saturated: "

@@ -4,6 +4,10 @@ TTFT is the arrival of the first SSE chunk that has `choices` (even with empty t
 vllm/benchmarks/lib/endpoint_request_func.py does); the first chunk with non-empty text is
 kept beside it. Every choice chunk's arrival is kept. Each network read is stamped once,
 when it arrives, so parsing never delays a timestamp. A failure is a record with its kind.
+
+http:// URLs go through gate's own HTTP/1.1 client (http1_pool.py: the hot path, for its
+cost per request), https:// through aiohttp; both hand their reads to one parser
+(chunks.py) and end as an Outcome, so a record does not depend on which carried it.
 """
 
 from __future__ import annotations
@@ -12,19 +16,17 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import aiohttp
 
+from harness.loadgen import http1
+from harness.loadgen.chunks import ChunkReader, fail
+from harness.loadgen.http1_pool import Outcome, Pool
 from harness.loadgen.records import RequestRecord, RequestSpec
-from harness.loadgen.sse import SSEDecoder
 
 Api = Literal["completions", "chat"]
-# The C scanner behind json.loads, without its wrapper: half the cost per chunk.
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_SCANSTR: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-_ERROR_CHARS = 500
 
 
 def route(api: Api) -> str:
@@ -88,172 +90,118 @@ def base_headers(tag: str = "gate") -> dict[str, str]:
     return headers
 
 
-def new_session(timeout: float, concurrency: int) -> aiohttp.ClientSession:
-    """One pooled session for the phase: keep-alive, no cookie jar, one timeout per request."""
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300,
-                                     keepalive_timeout=60, force_close=False)
-    return aiohttp.ClientSession(
-        connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
-        timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 60.0)),
-        read_bufsize=1 << 18, connector_owner=True,
-    )
+class Session:
+    """A phase's HTTP clients: gate's own keep-alive HTTP/1.1 pool for http:// URLs (the
+    hot path, harness/loadgen/http1_pool.py) and one aiohttp session, made when first
+    needed, for https:// and whatever else the pool does not speak (raw=False: every URL)."""
+
+    def __init__(self, timeout: float, *, raw: bool = True) -> None:
+        self.timeout = timeout
+        self.raw = raw
+        self.pool = Pool(timeout)
+        self._targets: dict[str, http1.Target | None] = {}
+        self._web: aiohttp.ClientSession | None = None
+
+    def target(self, url: str) -> http1.Target | None:
+        """Where the pool sends `url`; None: aiohttp carries it."""
+        try:
+            return self._targets[url]
+        except KeyError:
+            to = http1.target(url) if self.raw else None
+            self._targets[url] = to
+            return to
+
+    def client_name(self, url: str) -> str:
+        """Which client carries `url`, for a phase's notes."""
+        return "gate-http1" if self.target(url) is not None else "aiohttp"
+
+    def web(self) -> aiohttp.ClientSession:
+        """The aiohttp session: keep-alive, no cookie jar, one timeout per request."""
+        if self._web is None:
+            timeout = self.timeout
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300,
+                                             keepalive_timeout=60, force_close=False)
+            self._web = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 60.0)),
+                read_bufsize=1 << 18, connector_owner=True)
+        return self._web
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.pool.close()
+        if self._web is not None:
+            await self._web.close()
+            self._web = None
 
 
-def template(s: str, piece: str, chat: bool) -> tuple[str, str] | None:
-    """(prefix, tail) of a token chunk that json.loads accepted: everything before and
-    after its text's string literal. A later event that starts with exactly `prefix`, ends
-    with exactly `tail` and has one valid JSON string literal between them is the same
-    JSON object with another text, so it needs no full parse (most of a stream's chunks
-    differ from each other only there). None when the text's position is ambiguous."""
-    key = '"content":' if chat else '"text":'
-    i = s.find(key)
-    if i < 0 or s.find(key, i + 1) >= 0:
-        return None
-    v = i + len(key)
-    while v < len(s) and s[v] in " \t\r\n":
-        v += 1
-    if v >= len(s) or s[v] != '"':
-        return None
-    try:
-        val, end = _SCANSTR(s, v + 1)
-    except ValueError:
-        return None
-    if val != piece:
-        return None
-    return s[: v + 1], s[end:]
+def new_session(timeout: float, concurrency: int) -> Session:
+    """One pooled Session for a phase: connections open as the first `concurrency`
+    requests go out, then stay (the pool holds one per request in flight)."""
+    del concurrency
+    return Session(timeout)
 
 
-def _snip(text: str) -> str:
-    text = " ".join(text.split())
-    return text[:_ERROR_CHARS]
-
-
-def _fail(rec: RequestRecord, kind: str, message: str) -> None:
-    rec.error_kind = kind
-    rec.error = _snip(message)
-
-
-async def stream(session: aiohttp.ClientSession, url: str, body: bytes,
-                 headers: Mapping[str, str], rec: RequestRecord, t0: float, chat: bool,
-                 prompt_tokens: int | None) -> float:
+async def stream(session: Session, url: str, body: bytes, headers: Mapping[str, str],
+                 rec: RequestRecord, t0: float, chat: bool, prompt_tokens: int | None
+                 ) -> float:
     """Send one request and fill `rec` in place (times relative to `t0`, the phase start).
     Returns when (monotonic) its last network read arrived: the moment its slot freed."""
-    monotonic = time.monotonic
-    chunks = rec.chunk_times
-    sent = last = monotonic()
+    sent = time.monotonic()
     rec.sent = sent - t0
-    usage: Any = None
-    done = finished = False
-    text_chunks = 0
-    prefix: str | None = None  # see template()
-    tail = ""
-    plen = tlen = 0
+    reader = ChunkReader(rec, chat, sent)
+    to = session.target(url)
+    try:
+        if to is None:
+            out = await _via_aiohttp(session.web(), url, body, headers, reader)
+        else:
+            out = await session.pool.send(to, headers, body, reader)
+    finally:
+        reader.close(prompt_tokens)
+    if out.stopped:  # the reader failed the stream itself
+        return out.last
+    n = len(reader.chunks)
+    if out.kind == "timeout":
+        fail(rec, "timeout", f"no complete response within the request timeout "
+             f"({n} chunks received)")
+    elif out.kind in ("cut", "disconnect"):
+        fail(rec, out.kind, f"{out.detail} after {n} chunks")
+    elif out.kind is not None:
+        fail(rec, out.kind, out.detail)
+    elif out.status != 200:
+        fail(rec, f"http_{out.status}", f"HTTP {out.status} {out.reason}: "
+             f"{out.body[:2000].decode('utf-8', 'replace')}")
+    else:
+        reader.end()  # after close(): no_text reads the usage's token count
+    return out.last
+
+
+async def _via_aiohttp(session: aiohttp.ClientSession, url: str, body: bytes,
+                       headers: Mapping[str, str], reader: ChunkReader) -> Outcome:
+    """One request through aiohttp, ended as the pool's are; each read is stamped when
+    the task reading it wakes."""
+    monotonic = time.monotonic
     try:
         async with session.post(url, data=body, headers=headers) as resp:
-            rec.status = resp.status
+            reader.head(resp.status)
             if resp.status != 200:
                 raw = await resp.read()
-                _fail(rec, f"http_{resp.status}",
-                      f"HTTP {resp.status} {resp.reason or ''}: "
-                      f"{raw[:2000].decode('utf-8', 'replace')}")
-                return monotonic()
-            feed = SSEDecoder().feed
+                return Outcome(monotonic(), resp.status, resp.reason or "", raw)
+            feed = reader.feed
             async for data in resp.content.iter_any():
-                last = monotonic()
-                t = last - sent
-                for ev in feed(data):
-                    if ev == b"[DONE]":
-                        done = True
-                        continue
-                    if not ev:
-                        continue
-                    try:
-                        s = ev.decode()
-                        if prefix is not None and s.startswith(prefix) and s.endswith(tail):
-                            txt, end = _SCANSTR(s, plen)
-                            if end == len(s) - tlen:  # same chunk, another text
-                                chunks.append(t)
-                                if txt:
-                                    text_chunks += 1
-                                    if rec.ttft_text is None:
-                                        rec.ttft_text = t
-                                continue
-                        obj, end = _SCAN(s, 0)
-                        if end != len(s):
-                            obj = json.loads(s)  # trailing whitespace is legal JSON
-                        choices = obj.get("choices")
-                        if choices:
-                            chunks.append(t)
-                            c0 = choices[0]
-                            if chat:
-                                delta = c0.get("delta")
-                                piece = delta.get("content") if delta else None
-                            else:
-                                piece = c0.get("text")
-                            if piece:
-                                text_chunks += 1
-                                if rec.ttft_text is None:
-                                    rec.ttft_text = t
-                            reason = c0.get("finish_reason")
-                            if reason:
-                                finished = True
-                                rec.finish_reason = str(reason)
-                            elif (prefix is None and isinstance(piece, str) and piece
-                                  and "usage" not in obj and len(choices) == 1):
-                                learned = template(s, piece, chat)
-                                if learned is not None:
-                                    prefix, tail = learned
-                                    plen, tlen = len(prefix), len(tail)
-                        u = obj.get("usage")
-                        if u:
-                            usage = u
-                        elif not choices and obj.get("error"):
-                            _fail(rec, "stream_error", f"server error in stream: {s}")
-                            return monotonic()
-                    except (ValueError, StopIteration, AttributeError, TypeError, KeyError,
-                            IndexError, UnicodeDecodeError):
-                        _fail(rec, "bad_chunk", "not an OpenAI stream chunk: "
-                              + ev[:200].decode("utf-8", "replace"))
-                        return monotonic()
+                if not feed(monotonic(), data):
+                    return Outcome(monotonic(), 200, stopped=True)
     except TimeoutError:
-        _fail(rec, "timeout", f"no complete response within the request timeout "
-              f"({len(chunks)} chunks received)")
-        return monotonic()
+        return Outcome(monotonic(), kind="timeout")
     except aiohttp.ClientConnectorError as exc:
-        _fail(rec, "connect", f"{type(exc).__name__}: {exc}")
-        return monotonic()
+        return Outcome(monotonic(), kind="connect", detail=f"{type(exc).__name__}: {exc}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
             aiohttp.ClientOSError) as exc:
-        kind = "cut" if rec.status is not None else "disconnect"
-        _fail(rec, kind, f"{type(exc).__name__}: {exc} after {len(chunks)} chunks")
-        return monotonic()
+        kind = "cut" if reader.rec.status is not None else "disconnect"
+        return Outcome(monotonic(), kind=kind, detail=f"{type(exc).__name__}: {exc}")
     except aiohttp.ClientError as exc:
-        _fail(rec, "client_error", f"{type(exc).__name__}: {exc}")
-        return monotonic()
-    finally:
-        if chunks:
-            rec.ttft = chunks[0]
-            rec.e2el = chunks[-1]  # vLLM: latency = last token chunk - start
-        _count(rec, usage, text_chunks, prompt_tokens)
-    if not chunks:
-        _fail(rec, "no_choices", "the stream ended without a chunk that has `choices` "
-              "(vLLM: 'Never received a valid chunk to calculate TTFT')")
-    elif not (done or finished):
-        _fail(rec, "cut", f"the stream ended without finish_reason or [DONE] "
-              f"after {len(chunks)} chunks")
-    elif text_chunks == 0 and not rec.output_tokens:
-        _fail(rec, "no_text", "the response carried no generated text")
-    return last
-
-
-def _count(rec: RequestRecord, usage: Any, text_chunks: int, prompt_tokens: int | None) -> None:
-    """Token counts from the server's usage; counted chunks (flagged) when it is absent."""
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        rec.output_tokens = usage["completion_tokens"]
-        pt = usage.get("prompt_tokens")
-        rec.prompt_tokens = pt if isinstance(pt, int) else prompt_tokens
-        rec.usage_reported = True
-    else:
-        rec.output_tokens = text_chunks
-        rec.prompt_tokens = prompt_tokens
-        rec.usage_reported = False
+        return Outcome(monotonic(), kind="client_error",
+                       detail=f"{type(exc).__name__}: {exc}")
+    return Outcome(reader.last, 200)

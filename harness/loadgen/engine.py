@@ -160,7 +160,7 @@ class _Phase:
             self.targets.append(k)
         self.t0 = 0.0
 
-    async def one(self, session: Any, i: int, warmup: bool, scheduled: float,
+    async def one(self, session: client.Session, i: int, warmup: bool, scheduled: float,
                   ready: float | None) -> float:
         """Send request i; `ready` (monotonic, closed loop) is when its slot freed, for
         send_lag. Returns when its slot freed (its last read)."""
@@ -192,7 +192,7 @@ class _Phase:
             self.progress.finished(rec)
         return freed
 
-    async def closed(self, session: Any, indices: Sequence[int], warmup: bool,
+    async def closed(self, session: client.Session, indices: Sequence[int], warmup: bool,
                      deadline: float) -> None:
         it = iter(indices)
         monotonic = time.monotonic
@@ -208,7 +208,7 @@ class _Phase:
         n = max(1, min(self.concurrency, len(indices)))
         await asyncio.gather(*(worker() for _ in range(n)))
 
-    async def open(self, session: Any, indices: Sequence[int], offsets: np.ndarray,
+    async def open(self, session: client.Session, indices: Sequence[int], offsets: np.ndarray,
                    start: float, deadline: float) -> None:
         sem = asyncio.Semaphore(self.concurrency)
         tasks: set[asyncio.Task[None]] = set()
@@ -309,11 +309,13 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
     prog.start()
     start = phase.t0
     timed_out = False
+    carried: list[str] = []  # which HTTP client carried the requests (params)
     try:
         with heap_frozen():
             scope = compat.timeout(phase_timeout)
             try:
                 async with scope, client.new_session(timeout, concurrency) as session:
+                    carried = sorted({session.client_name(u) for u in phase.urls})
                     if warmup:
                         await phase.closed(session, range(warmup), True, math.inf)
                     start = time.monotonic()
@@ -350,6 +352,7 @@ async def run_phase_async(endpoints: Sequence[Endpoint], specs: Sequence[Request
     params = {"concurrency": concurrency, "api": api, "rate": rate, "arrival": arrival,
               "burstiness": burstiness, "seed": seed, "timeout": timeout, "warmup": warmup,
               "duration": duration, "requests": len(specs), "phase_timeout": phase_timeout,
+              "http_client": carried,
               "endpoints": [{"url": e.url, "model": e.model, "instance": e.instance}
                             for e in endpoints]}
     return PhaseResult(records=records, wall_time=wall, started_at=started_at,

@@ -33,7 +33,7 @@ async def _health(session: aiohttp.ClientSession, base: str, path: str) -> bool:
         return False
 
 
-async def _one_token(session: aiohttp.ClientSession, info: ServerInfo, model: str,
+async def _one_token(session: client.Session, info: ServerInfo, model: str,
                      api: Api) -> RouteCheck:
     """One streamed request asking one token."""
     rec = RequestRecord(idx=0, instance=0, doc_id=0, warmup=False, scheduled=0.0)
@@ -71,14 +71,15 @@ async def check_routes(info: ServerInfo, model: str, timeout: float = 60.0
     apis: tuple[Api, ...] = ("completions", "chat")
     out: list[RouteCheck] = []
     tmo = aiohttp.ClientTimeout(total=timeout)
-    async with aiohttp.ClientSession(timeout=tmo, trust_env=False) as session:
+    async with aiohttp.ClientSession(timeout=tmo, trust_env=False) as session, \
+            client.new_session(timeout, 1) as streams:
         out.append(RouteCheck(health, "health (start / restart waits)",
                               await _health(session, info.url, health)))
         ok, detail = await asyncio.get_running_loop().run_in_executor(
             None, _tokenize, info, model)
         out.append(RouteCheck("tokenize", "tokenize (exact prompt lengths)", ok, detail))
-        for api in apis:
-            out.append(await _one_token(session, info, model, api))
+        for api in apis:  # the client and request shape a load phase uses
+            out.append(await _one_token(streams, info, model, api))
     n = len(info.metric_names)
     out.append(RouteCheck("/metrics", "engine counters (evidence)", n > 0,
                           f"{n} samples" if n else "no answer"))

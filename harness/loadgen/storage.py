@@ -83,6 +83,8 @@ def phase_summary(outcome: PhaseOutcome | None) -> dict[str, Any]:
     out["per_instance"] = {str(k): v.to_dict() for k, v in r.per_instance.items()}
     out["started_at"] = r.started_at
     out["health"] = outcome.health.to_dict()
+    if r.params.get("http_client"):  # which HTTP client carried it (docs/metrics.md)
+        out["http_client"] = r.params["http_client"]
     if outcome.status == "TIMEOUT":
         timeout = r.params.get("phase_timeout")
         cancelled = sum(1 for x in r.records if x.error_kind == "cancelled")

@@ -55,6 +55,7 @@ def test_bench_prints_vllm_block_and_stores_the_run(tmp_path: Path) -> None:
     (b,) = benchmarks(store, run.id)
     assert b.tier == 3 and b.params["calibrated"] is True and b.params["requests"] == 12
     assert b.summary["completed"] == 12 and b.summary["stored_requests"] == 14
+    assert b.summary["http_client"] == ["gate-http1"]  # gate's own client carried http://
     rows = requests(store, b.id)
     assert len(rows) == 14 and sum(r["warmup"] for r in rows) == 2
     assert all(r["chunks"] is not None and len(r["chunks"]) == 8 * 4 for r in rows)

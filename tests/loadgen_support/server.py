@@ -83,6 +83,7 @@ class StreamServer:
         self.gpu_blocks: set[bytes] = set()
         self.ext_blocks: set[bytes] = set()
         self.bodies: list[dict[str, Any]] = []  # last requests, for tests that inspect them
+        self.peers: set[Any] = set()  # client (host, port) per connection that asked
         self._tails: dict[tuple[bool, str, str | None], bytes] = {}
 
     def app(self) -> web.Application:
@@ -180,6 +181,8 @@ class StreamServer:
         t_recv = time.monotonic()
         ordinal = self.arrivals
         self.arrivals += 1
+        if req.transport is not None:
+            self.peers.add(req.transport.get_extra_info("peername"))
         body = await req.json()
         if chat:
             msgs = body.get("messages") or []

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from harness.loadgen.client import _SCANSTR, build_body, template
+from harness.loadgen.chunks import _SCANSTR, template
+from harness.loadgen.client import build_body
 from harness.loadgen.records import RequestSpec
 
 HEAD = '{"id":"cmpl-7","object":"text_completion","created":1,"model":"m","choices":[{"index":0,'

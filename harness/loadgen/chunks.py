@@ -1,0 +1,175 @@
+"""A streamed completion's body read into its record, the same whichever HTTP client
+carried it (gate's own HTTP/1.1 pool or aiohttp): one parser, so both time alike.
+
+The transport hands over each network read's body bytes with the moment it arrived
+(feed); SSE events come out of it, each token chunk's arrival is kept, and the first
+failure in the stream ends the request as a record (bad_chunk, stream_error), never an
+exception. end() judges a stream that ended as HTTP says it should; close() fills TTFT,
+E2EL and the token counts whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from harness.loadgen.records import RequestRecord
+from harness.loadgen.sse import SSEDecoder
+
+# The C scanner behind json.loads, without its wrapper: half the cost per chunk.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCANSTR: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_ERROR_CHARS = 500
+_BAD = (ValueError, StopIteration, AttributeError, TypeError, KeyError, IndexError,
+        UnicodeDecodeError)
+
+
+def template(s: str, piece: str, chat: bool) -> tuple[str, str] | None:
+    """(prefix, tail) of a token chunk that json.loads accepted: everything before and
+    after its text's string literal. A later event that starts with exactly `prefix`, ends
+    with exactly `tail` and has one valid JSON string literal between them is the same
+    JSON object with another text, so it needs no full parse (most of a stream's chunks
+    differ from each other only there). None when the text's position is ambiguous."""
+    key = '"content":' if chat else '"text":'
+    i = s.find(key)
+    if i < 0 or s.find(key, i + 1) >= 0:
+        return None
+    v = i + len(key)
+    while v < len(s) and s[v] in " \t\r\n":
+        v += 1
+    if v >= len(s) or s[v] != '"':
+        return None
+    try:
+        val, end = _SCANSTR(s, v + 1)
+    except ValueError:
+        return None
+    if val != piece:
+        return None
+    return s[: v + 1], s[end:]
+
+
+def fail(rec: RequestRecord, kind: str, message: str) -> None:
+    """Mark `rec` failed: its kind and the message, on one line, cut short."""
+    rec.error_kind = kind
+    rec.error = " ".join(message.split())[:_ERROR_CHARS]
+
+
+class ChunkReader:
+    """One request's SSE stream into its record (times from `sent`, monotonic)."""
+
+    __slots__ = ("_decode", "chat", "chunks", "done", "finished", "last", "plen", "prefix",
+                 "rec", "sent", "tail", "text_chunks", "tlen", "usage")
+
+    def __init__(self, rec: RequestRecord, chat: bool, sent: float) -> None:
+        self.rec = rec
+        self.chat = chat
+        self.sent = self.last = sent
+        self.chunks = rec.chunk_times
+        self._decode = SSEDecoder().feed
+        self.usage: Any = None
+        self.done = self.finished = False  # [DONE] seen / a finish_reason seen
+        self.text_chunks = 0
+        self.prefix: str | None = None  # see template()
+        self.tail = ""
+        self.plen = self.tlen = 0
+
+    def head(self, status: int) -> None:
+        self.rec.status = status
+
+    def feed(self, now: float, data: bytes) -> bool:
+        """One read's body bytes, arrived at `now`; False once the stream failed."""
+        self.last = now
+        t = now - self.sent
+        rec = self.rec
+        chunks = self.chunks
+        prefix, tail, plen, tlen = self.prefix, self.tail, self.plen, self.tlen
+        texts = 0  # text chunks in this read (added to text_chunks on the way out)
+        try:
+            for ev in self._decode(data):
+                if ev == b"[DONE]":
+                    self.done = True
+                    continue
+                if not ev:
+                    continue
+                try:
+                    s = ev.decode()
+                    if prefix is not None and s.startswith(prefix) and s.endswith(tail):
+                        txt, end = _SCANSTR(s, plen)
+                        if end == len(s) - tlen:  # same chunk, another text
+                            chunks.append(t)
+                            if txt:
+                                texts += 1
+                                if rec.ttft_text is None:
+                                    rec.ttft_text = t
+                            continue
+                    obj, end = _SCAN(s, 0)
+                    if end != len(s):
+                        obj = json.loads(s)  # trailing whitespace is legal JSON
+                    choices = obj.get("choices")
+                    if choices:
+                        chunks.append(t)
+                        c0 = choices[0]
+                        if self.chat:
+                            delta = c0.get("delta")
+                            piece = delta.get("content") if delta else None
+                        else:
+                            piece = c0.get("text")
+                        if piece:
+                            texts += 1
+                            if rec.ttft_text is None:
+                                rec.ttft_text = t
+                        reason = c0.get("finish_reason")
+                        if reason:
+                            self.finished = True
+                            rec.finish_reason = str(reason)
+                        elif (prefix is None and isinstance(piece, str) and piece
+                              and "usage" not in obj and len(choices) == 1):
+                            learned = template(s, piece, self.chat)
+                            if learned is not None:
+                                prefix, tail = learned
+                                plen, tlen = len(prefix), len(tail)
+                                self.prefix, self.tail = prefix, tail
+                                self.plen, self.tlen = plen, tlen
+                    u = obj.get("usage")
+                    if u:
+                        self.usage = u
+                    elif not choices and obj.get("error"):
+                        fail(rec, "stream_error", f"server error in stream: {s}")
+                        return False
+                except _BAD:
+                    fail(rec, "bad_chunk", "not an OpenAI stream chunk: "
+                         + ev[:200].decode("utf-8", "replace"))
+                    return False
+            return True
+        finally:
+            self.text_chunks += texts
+
+    def end(self) -> None:
+        """The body ended as HTTP says it should: was it a whole completion?"""
+        n = len(self.chunks)
+        if not n:
+            fail(self.rec, "no_choices", "the stream ended without a chunk that has "
+                 "`choices` (vLLM: 'Never received a valid chunk to calculate TTFT')")
+        elif not (self.done or self.finished):
+            fail(self.rec, "cut", f"the stream ended without finish_reason or [DONE] "
+                 f"after {n} chunks")
+        elif self.text_chunks == 0 and not self.rec.output_tokens:
+            fail(self.rec, "no_text", "the response carried no generated text")
+
+    def close(self, prompt_tokens: int | None) -> None:
+        """TTFT, E2EL and the token counts, whatever ended the request."""
+        rec, chunks = self.rec, self.chunks
+        if chunks:
+            rec.ttft = chunks[0]
+            rec.e2el = chunks[-1]  # vLLM: latency = last token chunk - start
+        usage = self.usage
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            rec.output_tokens = usage["completion_tokens"]
+            pt = usage.get("prompt_tokens")
+            rec.prompt_tokens = pt if isinstance(pt, int) else prompt_tokens
+            rec.usage_reported = True
+        else:
+            rec.output_tokens = self.text_chunks
+            rec.prompt_tokens = prompt_tokens
+            rec.usage_reported = False
