@@ -27,7 +27,7 @@ from harness.config.bom import (
     VolumeBom,
     WeightsBom,
 )
-from harness.config.planning import Plan, PlanContext, volume_problem
+from harness.config.planning import Plan, PlanContext
 
 # The G1, G2 and plan sections live in their own modules (bom.py, baseline.py,
 # planning.py); every name stays importable from here.
@@ -398,9 +398,6 @@ class SiteConfig(Frozen):
         unknown = [n for n in self.gates.g3.layouts if n not in names]
         if unknown:
             raise ValueError(f"gates.g3.layouts names unknown layouts: {', '.join(unknown)}")
-        volume = volume_problem(self.plan, [t.name for t in self.gates.g2.fio])
-        if volume:
-            raise ValueError(volume)
         return self
 
     def layout(self, name: str) -> Layout:

@@ -59,8 +59,8 @@ class Plan(Frozen):
 
 
 def volume_problem(plan: Plan, fio_targets: list[str]) -> str | None:
-    """Why plan.volume names no G2 fio target, or None."""
+    """Why plan.volume names no G2 fio target, or None (harness/config/checks.py)."""
     if plan.volume is None or plan.volume in fio_targets:
         return None
-    return (f"plan.volume {plan.volume!r} is not a gates.g2.fio target ("
+    return (f"{plan.volume!r} is not a gates.g2.fio target ("
             + (", ".join(fio_targets) if fio_targets else "there are none") + ")")

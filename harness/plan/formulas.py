@@ -73,8 +73,9 @@ def _tier(p: PlanInput, t: TierInput) -> TierPlan:
         compute: float | None = 0.0
     elif speed is None:
         compute = None
-        notes.append("the suffix's prefill is not counted (no prefill speed): the read "
-                     "bandwidths are at least these")
+        if t.ttft_p50_s.value is not None:
+            notes.append("the suffix's prefill is not counted (no prefill speed): the peak "
+                         "read is at least this")
     else:
         compute = per_instance * p.suffix_tokens / speed
     bounce = 0.0 if p.gds else per_instance * cold_bytes / (p.tp * p.bounce_bytes_s)
@@ -93,6 +94,10 @@ def _tier(p: PlanInput, t: TierInput) -> TierPlan:
         avg = rate * cold_bytes
         avg_host = avg * p.instances_per_host / p.instances
         life = t.concurrency / rate
+        if target is not None and life < target:
+            notes.append(f"at c={t.concurrency} the throughput target leaves a request "
+                         f"{life:.3g} s from its arrival to its last token, less than the "
+                         f"TTFT target {target:g} s: both cannot hold at this concurrency")
     write = write_host = None
     if speed is not None:
         write = p.instances * speed * kvb
