@@ -178,53 +178,72 @@ def _serving_at(g2: G2Measured | None, layout: _Layout, tier: int) -> tuple[Serv
     return found[near], near
 
 
-def _tier(w: WhatIf, cfg: SiteConfig | None, g2: G2Measured | None, layout: _Layout,
-          base: PlanInput, tier: int) -> TierInput:
-    wl = cfg.workload if cfg is not None else Workload()
-    at = _serving_at(g2, layout, tier)
-    prefill = Sourced(None)
+def _prefill(w: WhatIf, cfg: SiteConfig | None, layout: _Layout,
+             at: tuple[Serving, int] | None) -> Sourced:
+    """One instance's prefill speed. G2's is the speed under which the planner's baseline
+    formula gives back the TTFT p50 G2 measured: ceil(c / n) x prompt / TTFT p50."""
     if w.prefill_tok_s is not None:
-        prefill = Sourced(w.prefill_tok_s, "--prefill-tok-s")
-    elif at is not None:
-        s, measured_tier = at
-        per_inst = -(-measured_tier // layout.instances)
-        near = "" if measured_tier == tier else ", the nearest tier measured"
-        prefill = Sourced(per_inst * (wl.doc_tokens + wl.question_tokens) / s.ttft_p50_s,
-                          s.source(f"{layout.name}-c{measured_tier}") + near)
-    elif cfg is not None and cfg.plan.prefill_tok_s is not None:
-        prefill = Sourced(cfg.plan.prefill_tok_s, "plan.prefill_tok_s")
-    retention = (w.retention or (cfg.plan.retention if cfg is not None else None)
-                 or docs_for(tier, wl.docs_per_concurrency, wl.min_docs))
+        return Sourced(w.prefill_tok_s, "--prefill-tok-s")
+    if at is not None:
+        wl = cfg.workload if cfg is not None else Workload()
+        serving, tier = at
+        per_instance = -(-tier // layout.instances)
+        return Sourced(per_instance * (wl.doc_tokens + wl.question_tokens) / serving.ttft_p50_s,
+                       serving.source(f"{layout.name}-c{tier}"))
+    if cfg is not None and cfg.plan.prefill_tok_s is not None:
+        return Sourced(cfg.plan.prefill_tok_s, "plan.prefill_tok_s")
+    return Sourced(None)
+
+
+def _targets(w: WhatIf, cfg: SiteConfig | None, cell: str,
+             here: Serving | None) -> tuple[Sourced, Sourced]:
+    """The TTFT p50 and throughput targets: the SLA's, else G3's criteria applied to G2's
+    baseline at this very cell (a criterion on another tier's baseline means nothing)."""
     th = cfg.gates.g3.thresholds if cfg is not None else G3Thresholds()
-    here = at if at is not None and at[1] == tier else None
-    throughput = Sourced(None)
-    if w.throughput_tps is not None:
-        throughput = Sourced(w.throughput_tps, "--throughput")
-    elif cfg is not None and cfg.plan.throughput is not None:
-        throughput = Sourced(cfg.plan.throughput, "plan.throughput")
-    elif here is not None:
-        throughput = Sourced((1 + th.throughput_gain) * here[0].throughput_tps,
-                             f"G3's +{th.throughput_gain:.0%} on the baseline of "
-                             f"{here[0].source(f'{layout.name}-c{tier}')}: "
-                             f"{here[0].throughput_tps:.4g} tok/s")
-    drop = 1 - th.ttft_p50_drop
-    ttft = Sourced(None)
+    plan_ttft = cfg.plan.ttft_p50 if cfg is not None else None
+    plan_thr = cfg.plan.throughput if cfg is not None else None
+    ttft, thr = Sourced(None), Sourced(None)
     if w.ttft_p50_s is not None:
         ttft = Sourced(w.ttft_p50_s, "--ttft-p50")
-    elif cfg is not None and cfg.plan.ttft_p50 is not None:
-        ttft = Sourced(cfg.plan.ttft_p50, "plan.ttft_p50")
+    elif plan_ttft is not None:
+        ttft = Sourced(plan_ttft, "plan.ttft_p50")
     elif here is not None:
-        ttft = Sourced(drop * here[0].ttft_p50_s, f"G3's -{th.ttft_p50_drop:.0%} on the "
-                       f"baseline of {here[0].source(f'{layout.name}-c{tier}')}: "
-                       f"{here[0].ttft_p50_s:.3g} s")
+        ttft = Sourced((1 - th.ttft_p50_drop) * here.ttft_p50_s,
+                       f"G3's -{th.ttft_p50_drop:.0%} on the baseline of "
+                       f"{here.source(cell)}: {here.ttft_p50_s:.3g} s")
+    if w.throughput_tps is not None:
+        thr = Sourced(w.throughput_tps, "--throughput")
+    elif plan_thr is not None:
+        thr = Sourced(plan_thr, "plan.throughput")
+    elif here is not None:
+        thr = Sourced((1 + th.throughput_gain) * here.throughput_tps,
+                      f"G3's +{th.throughput_gain:.0%} on the baseline of "
+                      f"{here.source(cell)}: {here.throughput_tps:.4g} tok/s")
+    return ttft, thr
+
+
+def _tier(w: WhatIf, cfg: SiteConfig | None, g2: G2Measured | None, layout: _Layout,
+          base: PlanInput, tier: int) -> TierInput:
+    """One tier's inputs. Without a TTFT target but with a prefill speed, G3's drop is
+    applied to the baseline the planner predicts: what G3 itself will ask of the tier."""
+    wl = cfg.workload if cfg is not None else Workload()
+    at = _serving_at(g2, layout, tier)
+    prefill = _prefill(w, cfg, layout, at)
+    if at is not None and at[1] != tier:
+        prefill = replace(prefill, source=prefill.source + ", the nearest tier measured")
+    here = at[0] if at is not None and at[1] == tier else None
+    ttft, throughput = _targets(w, cfg, f"{layout.name}-c{tier}", here)
+    retention = (w.retention or (cfg.plan.retention if cfg is not None else None)
+                 or docs_for(tier, wl.docs_per_concurrency, wl.min_docs))
     made = TierInput(tier, ttft, throughput, retention, prefill)
     if ttft.value is None and prefill.value is not None:
         (draft,) = plan(replace(base, tiers=(made,)))
         baseline = predicted_ttft_p50(draft, 1.0, "baseline")
+        drop = (cfg.gates.g3.thresholds if cfg is not None else G3Thresholds()).ttft_p50_drop
         if baseline is not None:
             made = replace(made, ttft_p50_s=Sourced(
-                drop * baseline, f"G3's -{th.ttft_p50_drop:.0%} on the predicted baseline "
-                                 f"{baseline:.3g} s"))
+                (1 - drop) * baseline, f"G3's -{drop:.0%} on the predicted baseline "
+                                       f"{baseline:.3g} s"))
     return made
 
 
@@ -245,9 +264,10 @@ def build(w: WhatIf, cfg: SiteConfig | None, file: str | None,
     bounce = w.bounce_gbps or (cfg.plan.bounce_gbps if cfg is not None else 25.0)
     sharing = w.prefix_sharing if w.prefix_sharing is not None else (
         cfg.plan.prefix_sharing if cfg is not None else 0.0)
+    why = "--no-gds" if w.gds is False else "gates.g2.gds is false" if cfg else "not given"
     notes = [] if gds else [
-        f"no GDS (gates.g2.gds false, or --no-gds): every KV byte read is copied host -> "
-        f"GPU at {bounce:g} GB/s a GPU (--gds where G2 verifies GDS; --bounce-gbps)"]
+        f"no GDS ({why}): every KV byte read is copied host -> GPU at {bounce:g} GB/s a "
+        "GPU (--gds where G2 verifies GDS; --bounce-gbps)"]
     inputs, hosts = [], []
     for layout in layouts:
         if shape.kv_heads % layout.tp:
