@@ -102,7 +102,7 @@ def _sources(tiers: Sequence[TierPlan]) -> list[str]:
 
 
 COMPARE_COLUMNS = (Column("layout", whole=True), Column("c", whole=True),
-                   Column("requirement"), Column("needed a host", whole=True),
+                   Column("requirement"), Column("needed", whole=True),
                    Column("measured", whole=True), Column("status", whole=True),
                    Column("margin", whole=True), Column("source", weight=2))
 
@@ -111,7 +111,8 @@ def render_plan(out: Any, planned: Planned, plans: Sequence[Sequence[TierPlan]],
                 comparisons: Sequence[Comparison], notes: Sequence[str]) -> None:
     """The plan on a rich console: a line for the model, a table per layout, the
     comparison with G2 when there is one, then the notes."""
-    out.print(shape_line(planned.inputs[0].shape), markup=False, highlight=False)
+    out.print(shape_line(planned.inputs[0].shape), markup=False, highlight=False,
+              soft_wrap=True)
     for p, hosts, tiers in zip(planned.inputs, planned.hosts, plans, strict=True):
         out.print()
         out.print(_layout_line(p, hosts), markup=False, highlight=False, soft_wrap=True)
@@ -127,7 +128,7 @@ def render_plan(out: Any, planned: Planned, plans: Sequence[Sequence[TierPlan]],
              "unreachable" if c.needed is None else rate(c.needed), rate(c.measured),
              Cell(c.status, STATUS_COLOURS[c.status]),
              "—" if c.margin is None else f"{c.margin:+.0%}", c.source]
-            for c in comparisons], title="against what G2 measured (never a gate)")
+            for c in comparisons], title="against what G2 measured, per host (never a gate)")
     for note in notes:
         out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
