@@ -187,6 +187,8 @@ gates:
       diskstats: {disk}
       storage_groups: [storage]
 {volume.yaml() if volume is not None else ""}
+# `gate plan` holds the SLA against G2's figures of this fio target (docs/plan.md)
+plan: {{volume: volume}}
 report: {{lang: en}}
 """
 

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("harness.cli.demo_cmd", "demo", "The whole campaign against the simulated lab."),
     "db": ("harness.cli.db_cmd", "db", "Store maintenance (upgrade)."),
     "parse": ("harness.cli.parse_cmd", "parse", "Read a captured tool output as G1 / G2 do."),
+    "plan": ("harness.cli.plan_cmd", "plan",
+             "The SLA as storage requirements, against G2's results."),
     "config": ("harness.cli.config_cmd", "config",
                "Show the effective config; validate it with the inventory."),
     "bundle": ("harness.cli.bundle_cmd", "bundle", "Make / verify an offline install bundle."),

@@ -27,16 +27,17 @@ from harness.config.bom import (
     VolumeBom,
     WeightsBom,
 )
+from harness.config.planning import Plan, PlanContext
 
-# The G1 and G2 sections live in their own modules (bom.py, baseline.py); every name
-# stays importable from here.
+# The G1, G2 and plan sections live in their own modules (bom.py, baseline.py,
+# planning.py); every name stays importable from here.
 __all__ = [
     "CRITERIA", "G1", "G1_HEALTH", "G2", "G3", "G4", "Action", "Arm", "Arms", "Bom",
     "Campaign", "CommandAction", "Criterion", "Estimate", "Evidence", "FileDigest",
     "FioSpec", "FioTarget", "Frozen", "G2Serving", "G3Thresholds", "Gates", "Gdsio", "GpuBom",
-    "Instance", "Layout", "Load", "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom",
-    "PlaybookAction", "Proxy", "Repetitions", "Report", "Site", "SiteConfig", "SoftwareBom",
-    "VolumeBom", "WeightsBom", "Workload",
+    "Instance", "Layout", "Load", "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom", "Plan",
+    "PlanContext", "PlaybookAction", "Proxy", "Repetitions", "Report", "Site", "SiteConfig",
+    "SoftwareBom", "VolumeBom", "WeightsBom", "Workload",
 ]
 
 
@@ -380,6 +381,7 @@ class SiteConfig(Frozen):
     load: Load = Load()
     workload: Workload = Workload()
     gates: Gates = Gates()
+    plan: Plan = Plan()  # gate plan's SLA (harness/config/planning.py)
     report: Report = Report()
     simulated: bool = Field(default=False, description="set by `gate demo`; also detected")
     # The engine both arms run, when detection from its answers guesses wrong

@@ -194,6 +194,24 @@ COMMENTS: dict[str, str] = {
     "gates.g3.optional": "check names that may be skipped without an ERROR",
     "gates.g4": "G4 72 h stability",
     "gates.g4.optional": "check names that may be skipped without an ERROR",
+    "plan": "`gate plan`: the customer's SLA turned into storage requirements and held "
+            "against G2's results (docs/plan.md); never a gate",
+    "plan.ttft_p50": "TTFT p50 target at every tier, s; null: G3's criterion on G2's "
+                     "measured baseline",
+    "plan.throughput": "output tokens / s a layout must deliver at every tier; null: G3's "
+                       "criterion on G2's measured baseline",
+    "plan.contexts": "prompt lengths of the customer's requests, e.g. [{tokens: 32000, "
+                     "share: 0.75}, {tokens: 8000, share: 0.25}]; empty: the workload's",
+    "plan.prefix_sharing": "share of each document common to every request (kept hot once)",
+    "plan.retention": "documents whose KV must stay on the cold tier; null: G3's documents "
+                      "at each tier",
+    "plan.prefill_tok_s": "one instance's prefill tokens / s where G2 has not measured the "
+                          "layout; null: G2's serving baseline only",
+    "plan.bounce_gbps": "host -> GPU copy GB/s of one GPU without GDS (gates.g2.gds false): "
+                        "25 is PCIe 4.0 x16",
+    "plan.volume": "the gates.g2.fio target that is the accelerator's volume; null: the one "
+                   "on gates.g3.evidence.kv_volume's mount or device, else the only one",
+    "plan.headroom": "a requirement met with less than this share to spare is AT RISK",
     "report": "the customer's report",
     "report.lang": "en | zh",
     "report.logo": "an image (PNG, JPEG, GIF, SVG) on page 1, relative to this file; null: "
@@ -356,6 +374,8 @@ EXAMPLE_SITE: dict[str, list[str]] = {
         "lat_qd1_p99_us: 200}",
     ],
     "gates.g2.gdscheck": ["/usr/local/cuda/gds/tools/gdscheck"],
+    "plan.ttft_p50": ["2.0"],
+    "plan.volume": ["fx100"],
     "report.lang": ["zh"],
 }
 EXAMPLE_HEADER = """\

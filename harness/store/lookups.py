@@ -3,13 +3,15 @@ and where a run kept an artifact of a kind. Read-only; harness.store.runs writes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from harness.store.db import Store
-from harness.store.schema import ArtifactRow, HostFactRow, RunRow
+from harness.store.schema import ArtifactRow, CampaignRow, HostFactRow, RunRow
 
 
 def gate_facts(store: Store, run_id: int, gate: str | None, key: str, *,
@@ -39,3 +41,35 @@ def artifact_paths(store: Store, run_id: int, kind: str) -> list[Path]:
                                             ArtifactRow.kind == kind)
              .order_by(ArtifactRow.id))
         return [Path(p) for p in s.scalars(q)]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A host fact as a later reader needs it: its value, the run that recorded it, and
+    whether that run's host was simulated."""
+
+    run: int
+    value: Any
+    simulated: bool
+
+
+def campaign_facts(store: Store, campaign: str, gate: str,
+                   keys: Sequence[str]) -> dict[str, dict[str, Fact]]:
+    """key -> host -> the latest Fact of `key` a run of `gate` recorded for the host in
+    `campaign`. Runs of another suite than the packaged one (the harness's own tests) are
+    left out: they never stand for a gate. `gate plan` reads what G2 measured with it."""
+    if not keys:
+        return {}
+    with store.session() as s:
+        q = (select(HostFactRow.key, HostFactRow.host, HostFactRow.value,
+                    HostFactRow.simulated, RunRow.id)
+             .join(RunRow, RunRow.id == HostFactRow.run_id)
+             .join(CampaignRow, CampaignRow.id == RunRow.campaign_id)
+             .where(CampaignRow.name == campaign, RunRow.gate == gate,
+                    RunRow.kind == "gate", RunRow.suite == "",
+                    HostFactRow.key.in_(list(keys)))
+             .order_by(RunRow.id, HostFactRow.id))
+        out: dict[str, dict[str, Fact]] = {}
+        for key, host, value, simulated, rid in s.execute(q):
+            out.setdefault(key, {})[host] = Fact(rid, value, bool(simulated))
+        return out

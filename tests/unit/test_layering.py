@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # of the registry (report, runner, CLI) sits at or above it.
     ("libraries", ("harness.loadgen", "harness.transport", "harness.config", "harness.store",
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
-                   "harness.registry", "harness.remote", "harness.bundle")),
+                   "harness.registry", "harness.remote", "harness.bundle", "harness.plan")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
                     "harness.digests", "harness.labels", "harness.progress_log",
                     "harness.reasons", ROOT)),
@@ -62,6 +62,7 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
     ("harness.loadgen", REPORT, "the load agent runs without the report's pandas"),
     ("harness.loadgen", "harness.ansible", "the load agent runs without Ansible"),
     ("harness.gates", "harness.store", "suites record through the plugin's recorder"),
+    ("harness.plan", SIM, "the planner's model must not be the simulator's under another name"),
 )
 # The store is the only door to the gate's database: its libraries are imported there only.
 STORE, STORE_ONLY = "harness.store", ("sqlalchemy", "alembic")
@@ -207,6 +208,9 @@ def test_imports_point_down_the_layers(edges: list[Edge]) -> None:
     ("harness.gates.g3_main.test_g3", "harness.store.writer", False),
     ("harness.loadgen.engine", "harness.ansible", False),
     ("harness.cli.db_cmd", "sqlalchemy", False),
+    ("harness.plan.formulas", "harness.sim.profiles", False),
+    ("harness.plan.predict", "harness.g3.plan", False),
+    ("harness.cli.plan_cmd", "harness.plan", True),
     ("harness.store.db", "sqlalchemy", True),
 ])
 def test_the_rules_judge_edges_as_the_table_says(importer: str, imported: str,
