@@ -100,8 +100,16 @@ def _site(config_path: str) -> LoadedConfig | None:
     """The site config when one is named or ./gate.yaml exists; None: a what-if alone."""
     if Path(config_path).exists() or config_path != "gate.yaml":
         from harness.cli.context import open_config
+        from harness.config.planning import volume_problem
+        from harness.errors import ConfigError
 
-        return open_config(config_path)
+        loaded = open_config(config_path)
+        # Checked here, not at load: a plan setting never stops a gate from running.
+        why = volume_problem(loaded.config.plan, [t.name for t in loaded.config.gates.g2.fio])
+        if why:
+            raise ConfigError(why, file=str(loaded.path), key="plan.volume",
+                              hint="name the fio target on the accelerator's volume")
+        return loaded
     return None
 
 

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 from harness.config.knobs import broad
 from harness.config.logo import logo_data_uri
 from harness.config.models import Arms, CommandAction, PlaybookAction, SiteConfig
-from harness.config.planning import volume_problem
 from harness.errors import ConfigError
 
 # The names an arm's command argv and playbook vars may use as `{placeholders}`; the G3
@@ -50,9 +49,6 @@ def check_site(config: SiteConfig, source: str, base: Path | None = None) -> Non
         _check_proxies(config.arms, fail)
         for key, text in _arm_texts(config.arms):
             _check_placeholders(text, key, fail)
-    volume = volume_problem(config.plan, [t.name for t in config.gates.g2.fio])
-    if volume:
-        raise fail("plan.volume", volume, "name the fio target on the accelerator's volume")
     _check_logo(config, source, base if base is not None else Path(source).parent)
 
 

@@ -59,7 +59,8 @@ class Plan(Frozen):
 
 
 def volume_problem(plan: Plan, fio_targets: list[str]) -> str | None:
-    """Why plan.volume names no G2 fio target, or None (harness/config/checks.py)."""
+    """Why plan.volume names no G2 fio target, or None (`gate plan` refuses it; other
+    commands do not, since a plan setting never stops a gate)."""
     if plan.volume is None or plan.volume in fio_targets:
         return None
     return (f"{plan.volume!r} is not a gates.g2.fio target ("
