@@ -122,15 +122,8 @@ def _storage_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
                            "read": f"{read / 1e9:.2f}", "share": f"{share:.0%}",
                            "expected": f"{expected / 1e9:.2f}",
                            "min": f"{DEVICE_MIN_KV_SHARE:.0%}", "other": f"{1 - share:.0%}"}))
-    if base_read > DEVICE_BASELINE_SHARE * read:
-        kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: the baseline's measured phase read "
-                             f"{base_read / 1e9:.2f} GB from the accelerator's devices, "
-                             f"the accelerated arm's {read / 1e9:.2f} GB",
-                       Reason("g3.storage_contaminated", {
-                           "baseline": f"{base_read / 1e9:.2f}",
-                           "accelerated": f"{read / 1e9:.2f}"}))
-    return None
+    return _contaminated(read, base_read, "the accelerator's devices",
+                         "g3.storage_contaminated")
 
 
 def _kv_volume_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
@@ -160,15 +153,20 @@ def _kv_volume_problem(acc: JSONDict, base: JSONDict) -> Problem | None:
                            "expected": f"{expected / 1e9:.2f}",
                            "min": f"{DEVICE_MIN_KV_SHARE:.0%}",
                            "storage": f"{storage / 1e9:.2f}"}))
-    if base_read > DEVICE_BASELINE_SHARE * read:
-        kind = ProblemKind.CONTAMINATED
-        return Problem(kind, f"{kind}: the baseline's measured phase read "
-                             f"{base_read / 1e9:.2f} GB from the GPU hosts' KV volume, the "
-                             f"accelerated arm's {read / 1e9:.2f} GB",
-                       Reason("g3.kv_volume_contaminated", {
-                           "baseline": f"{base_read / 1e9:.2f}",
-                           "accelerated": f"{read / 1e9:.2f}"}))
-    return None
+    return _contaminated(read, base_read, "the GPU hosts' KV volume",
+                         "g3.kv_volume_contaminated")
+
+
+def _contaminated(read: float, base_read: float, where: str, code: str) -> Problem | None:
+    """The baseline's phase read more than DEVICE_BASELINE_SHARE of what the accelerated
+    arm's read from `where` (the words; `code` says it in the report's languages)."""
+    if base_read <= DEVICE_BASELINE_SHARE * read:
+        return None
+    kind = ProblemKind.CONTAMINATED
+    return Problem(kind, f"{kind}: the baseline's measured phase read {base_read / 1e9:.2f} "
+                         f"GB from {where}, the accelerated arm's {read / 1e9:.2f} GB",
+                   Reason(code, {"baseline": f"{base_read / 1e9:.2f}",
+                                 "accelerated": f"{read / 1e9:.2f}"}))
 
 
 def other_tier_note(acc: JSONDict) -> tuple[float, str, Reason] | None:
