@@ -6,7 +6,7 @@ benchmark row of the G2 run; the arm is stopped whatever happens.
 
 A repetition whose own client or simulated engine was disturbed (phase health) is measured
 again on spare documents, as G3 measures a disturbed pair again (harness/g3/session.py):
-up to REMEASURES times a cell, the disturbed phase kept on record as SUPERSEDED. Spare
+up to SPARES times a cell, the disturbed phase kept on record as SUPERSEDED. Spare
 documents, never the same ones: the engine still holds their prefix, and a repetition
 served from it would flatter the baseline.
 """
@@ -24,7 +24,7 @@ from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
 from harness.g3.arms import ArmControl, endpoints
 from harness.g3.engines import EngineWatch
-from harness.g3.gate_run import REMEASURES, GateRun
+from harness.g3.gate_run import GateRun
 from harness.g3.phase_checks import ended_in_time, load_endpoints, measured_something
 from harness.g3.plan import Cell, doc_seed, docs_for
 from harness.g3.records import phase_params, phase_spec
@@ -35,6 +35,12 @@ from harness.loadgen.workloads import Workload
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.writer import supersede_pair
+
+# Spare document sets a cell may measure a disturbed repetition on: twice G3's REMEASURES
+# a pair. A serving phase is one short wave of fresh documents, and a simulated engine
+# tokenizing a whole new set at once stalled 60-150 ms of a 0.24 s demo phase in up to
+# every phase of a run (CI, 2026-12-04); spares cost nothing until one is needed.
+SPARES = 4
 
 ARM = "baseline"
 # G2's documents are drawn apart from G3's (doc_seed(seed, repetition) there): the same
@@ -135,14 +141,14 @@ class ServingBaseline:
                              host=None, status="changed", message=f"disturbed: {why}")
 
     def _documents(self, cell: Cell) -> list[Workload]:
-        """Fresh documents for the warm phase, each repetition and REMEASURES spares,
+        """Fresh documents for the warm phase, each repetition and SPARES spares,
         calibrated with the engine's tokenizer in one go (it is running) and split."""
         from harness.loadgen import doc_qa
 
         wl = self.config.workload
         n = self.limits.docs or docs_for(cell.tier, wl.docs_per_concurrency, wl.min_docs)
         url = endpoints(self.config, self.gate.inventory, ARM, cell.layout)[0].url
-        sets = self.limits.repetitions + 1 + REMEASURES
+        sets = self.limits.repetitions + 1 + SPARES
         every = doc_qa(n * sets, wl.doc_tokens, wl.question_tokens,
                        doc_seed(wl.seed, SEED_OFFSET), max_tokens=wl.max_tokens,
                        tokenize_url=url, model=self.config.model.name)
