@@ -39,7 +39,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "loadgen_support" / "server.py"
+RAW = ROOT / "tests" / "loadgen_support" / "rawserver.py"
+WARM = 2000  # requests each client sends before it is timed (its pool, the server's caches)
 MODEL = "test-model"
+PROMPT = "hello world"  # every client sends it: the server's work per request is alike
 
 
 def pinned(cpu: int | None) -> Callable[[], None] | None:
@@ -49,8 +52,9 @@ def pinned(cpu: int | None) -> Callable[[], None] | None:
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
-def start_server(*extra: str, cpu: int | None = None) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--model", MODEL, *extra],
+def start_server(*extra: str, cpu: int | None = None,
+                 script: Path = SERVER) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, str(script), "--model", MODEL, *extra],
                             stdout=subprocess.PIPE, text=True, preexec_fn=pinned(cpu))
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -58,6 +62,10 @@ def start_server(*extra: str, cpu: int | None = None) -> tuple[subprocess.Popen[
         proc.kill()
         raise SystemExit(f"server did not start: {line!r}")
     return proc, line.split()[1]
+
+
+def start_raw(*extra: str, cpu: int | None = None) -> tuple[subprocess.Popen[str], str]:
+    return start_server(*extra, cpu=cpu, script=RAW)
 
 
 def cpu() -> float:
@@ -70,7 +78,7 @@ def bare(url: str, c: int, n: int) -> dict[str, Any]:
     import aiohttp
     import uvloop
 
-    body = json.dumps({"model": MODEL, "prompt": "hello world", "max_tokens": 16,
+    body = json.dumps({"model": MODEL, "prompt": PROMPT, "max_tokens": 16,
                        "stream": True, "stream_options": {"include_usage": True}}).encode()
 
     async def go() -> dict[str, Any]:
@@ -86,7 +94,7 @@ def bare(url: str, c: int, n: int) -> dict[str, Any]:
                         async for _ in r.content.iter_any():
                             pass
 
-            left[0] = min(n, 2000)
+            left[0] = min(WARM, n)
             await asyncio.gather(*(worker() for _ in range(c)))  # warm the pool
             left[0] = n
             c0, t = cpu(), time.perf_counter()
@@ -104,9 +112,10 @@ def engine(url: str, c: int, n: int) -> dict[str, Any]:
     from harness.store.db import Store
     from harness.store.runs import NewRun, start_run
 
-    specs = [RequestSpec("hello world", 16, i) for i in range(n)]
+    specs = [RequestSpec(PROMPT, 16, i) for i in range(n)]
     ep = [Endpoint(url, MODEL)]
-    run_phase(ep, specs[: min(n, 2000)], concurrency=c, progress=False)  # warm
+    run_phase(ep, [RequestSpec(PROMPT, 16, i) for i in range(min(WARM, n))], concurrency=c,
+              progress=False)  # warm
     with tempfile.TemporaryDirectory() as d:
         store = Store(f"sqlite:///{d}/bench.db")
         run_id = start_run(store, NewRun(campaign="b", site="b", customer="", kind="bench"))
@@ -126,9 +135,11 @@ def cli(url: str, c: int, n: int, cpu: int | None) -> dict[str, Any]:
     client's own health)."""
     gate = Path(sys.executable).parent / "gate"
     with tempfile.TemporaryDirectory() as d:
-        out = subprocess.run(
-            [str(gate), "bench", "--url", url, "--model", MODEL, "--docs", "64",
-             "--doc-tokens", "2", "--question-tokens", "0", "--max-tokens", "16",
+        prompts = Path(d) / "prompts.jsonl"  # the reference's very request, so the server
+        prompts.write_text(json.dumps({"prompt": PROMPT, "max_tokens": 16}) + "\n")
+        out = subprocess.run(  # does the same work for every client
+            [str(gate), "bench", "--url", url, "--model", MODEL, "--workload", "trace",
+             "--workload-file", str(prompts), "--warmup", str(min(WARM, n)),
              "--concurrency", str(c), "--requests", str(n), "--no-progress", "--json",
              "--metrics-interval", "1", "--db", f"sqlite:///{d}/g.db"],
             capture_output=True, text=True, check=False, preexec_fn=pinned(cpu))
@@ -148,13 +159,26 @@ def in_child(kind: str, url: str, c: int, n: int, cpu: int | None) -> dict[str, 
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def saturation(n: int, trials: int, pin: bool) -> None:
-    proc, url = start_server("--tokens", "16", cpu=0 if pin else None)
+def server_cpu(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def saturation(n: int, trials: int, pin: bool, server: str) -> None:
+    if server == "raw":  # cheaper per request than any client: req/s is the client's
+        proc, url = start_raw("--ttft", "0", "--itl", "0", "--tokens", "16",
+                              cpu=0 if pin else None)
+    else:  # aiohttp's server costs more per request than the client: req/s is its own
+        proc, url = start_server("--tokens", "16", cpu=0 if pin else None)
     try:
         runs: dict[str, list[dict[str, Any]]] = {"bare": [], "engine": [], "cli": []}
         for _ in range(trials):
             for kind in runs:
-                runs[kind].append(in_child(kind, url, 64, n, 1 if pin else None))
+                before = server_cpu(proc.pid)
+                got = in_child(kind, url, 64, n, 1 if pin else None)
+                got["server_us"] = (server_cpu(proc.pid) - before) / (n + min(WARM, n)) * 1e6
+                runs[kind].append(got)
     finally:
         proc.terminate()
         proc.wait()
@@ -162,13 +186,16 @@ def saturation(n: int, trials: int, pin: bool) -> None:
     ratios_e = [e["rate"] / b["rate"] for e, b in zip(runs["engine"], runs["bare"], strict=True)]
     ratios_c = [e["rate"] / b["rate"] for e, b in zip(runs["cli"], runs["bare"], strict=True)]
     where = "server on CPU 0, clients on CPU 1" if pin else "unpinned"
-    print(f"saturation, c=64, 16-token streams, {n} requests x {trials} trials ({where})")
+    print(f"saturation, c=64, 16-token streams, {n} requests x {trials} trials ({where}, "
+          f"{'raw asyncio' if server == 'raw' else 'aiohttp'} server)")
     for kind, label in (("bare", "bare aiohttp+uvloop"), ("engine", "gate engine + store"),
                         ("cli", "gate bench (CLI)")):
         rates = " ".join(f"{r['rate']:.0f}" for r in runs[kind])
         cpu_us = [r["cpu_us"] for r in runs[kind] if "cpu_us" in r]
         cpu_txt = f"  client CPU {statistics.median(cpu_us):.0f} us/req" if cpu_us else ""
-        print(f"  {label:<22} median {med[kind]:7.0f} req/s  ({rates}){cpu_txt}")
+        srv = statistics.median(r["server_us"] for r in runs[kind])
+        print(f"  {label:<22} median {med[kind]:7.0f} req/s  ({rates}){cpu_txt}"
+              f"  server CPU {srv:.0f} us/req")
     e = runs["engine"][-1]
     print(f"  engine kept {e['chunks']} chunk times, stored {e['stored']} of {n} requests, "
           f"{e['failed']} failed; CLI stored {runs['cli'][-1]['stored']}; HTTP client: "
@@ -188,7 +215,7 @@ def bare_ttft(url: str, c: int, n: int) -> dict[int, tuple[float, float]]:
     import aiohttp
     import uvloop
 
-    body = json.dumps({"model": MODEL, "prompt": "hello world", "max_tokens": 16,
+    body = json.dumps({"model": MODEL, "prompt": PROMPT, "max_tokens": 16,
                        "stream": True, "stream_options": {"include_usage": True}}).encode()
     out: dict[int, tuple[float, float]] = {}
 
@@ -244,17 +271,13 @@ def ttft_overhead(n: int, trials: int) -> None:
     the first chunk: the difference to the client's TTFT is what the client adds."""
     from harness.loadgen import Endpoint, RequestSpec, run_phase
 
-    raw = ROOT / "tests" / "loadgen_support" / "rawserver.py"
     print(f"below saturation, c=64, server TTFT 50 ms, 16 tokens 5 ms apart, {n} requests "
           f"x {trials} trials (rawserver stamps)")
     gate_added, bare_added = [], []
     for _ in range(trials):
-        proc = subprocess.Popen([sys.executable, str(raw), "--ttft", "0.05", "--itl", "0.005",
-                                 "--tokens", "16"], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split()[1]
+        proc, url = start_raw("--ttft", "0.05", "--itl", "0.005", "--tokens", "16")
         try:
-            specs = [RequestSpec("hello world", 16, i) for i in range(n)]
+            specs = [RequestSpec(PROMPT, 16, i) for i in range(n)]
             res = run_phase([Endpoint(url, MODEL)], specs, concurrency=64, progress=False,
                             tag="gate")
             bare_pairs = bare_ttft(url, 64, n)
@@ -282,6 +305,10 @@ def main() -> None:
                     help="requests per trial below saturation")
     ap.add_argument("--pin", action="store_true",
                     help="server on CPU 0, clients on CPU 1")
+    ap.add_argument("--server", choices=("raw", "aiohttp"), default="raw",
+                    help="raw: a bare asyncio server cheaper per request than any client, "
+                         "so req/s is the client's (the goal's figure); aiohttp: the test "
+                         "server, which costs more per request than the client")
     ap.add_argument("--child", nargs=4, metavar=("KIND", "URL", "C", "N"))
     args = ap.parse_args()
     if args.child:
@@ -289,7 +316,7 @@ def main() -> None:
         fn = bare if kind == "bare" else engine
         print(json.dumps(fn(url, int(c), int(n))))
         return
-    saturation(args.requests, args.trials, args.pin)
+    saturation(args.requests, args.trials, args.pin, args.server)
     ttft_overhead(args.ttft_requests, args.trials)
 
 

@@ -146,6 +146,22 @@ def build_workload(o: BenchOptions, tokenize_url: str | None) -> tuple[Workload,
     return wl, specs
 
 
+def trace_arrival(o: BenchOptions, specs: list[RequestSpec]) -> Arrival:
+    """A trace with a timestamp on every line keeps its own arrival times unless a --rate
+    overrides them; one without any is a list of prompts, replayed closed loop at
+    --concurrency (or at --rate); half-timed is an error naming the file."""
+    if o.workload != "trace" or o.rate is not None:
+        return o.arrival
+    timed = sum(1 for s in specs if s.at is not None)
+    if timed == len(specs):
+        return "trace"
+    if timed:
+        raise UsageError(f"{timed} of {len(specs)} trace lines have a timestamp: give one "
+                         "on every line (replayed at those times) or on none (closed loop "
+                         "at --concurrency)", file=o.workload_file)
+    return o.arrival
+
+
 def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
     if o.concurrency < 1:
         raise UsageError("--concurrency must be >= 1", key="--concurrency")
@@ -164,8 +180,7 @@ def run_bench(o: BenchOptions, store_url: str | None) -> BenchOutcome:
     _check_fit(specs, infos, o.max_tokens,
                o.doc_tokens + o.question_tokens if o.workload == "doc-qa" else 0)
     endpoints = [Endpoint(u, o.model, i) for i, u in enumerate(o.urls)]
-    # a trace carries its own arrival times unless a --rate overrides them
-    arrival: Arrival = "trace" if o.workload == "trace" and o.rate is None else o.arrival
+    arrival = trace_arrival(o, specs)
     simulated = any("gate_sim" in info.raw for info in infos)
     store = Store(store_url)
     try:

@@ -221,6 +221,28 @@ def test_trace_replay_keeps_the_traces_arrival_times(tmp_path: Path) -> None:
     assert len(sched) == 5 and all(abs(g - 0.1) < 0.03 for g in gaps)
 
 
+def test_a_trace_without_timestamps_is_a_prompt_list_run_closed_loop(tmp_path: Path) -> None:
+    trace = tmp_path / "prompts.jsonl"
+    trace.write_text("".join(json.dumps({"prompt": f"hello {i}", "max_tokens": 4}) + "\n"
+                             for i in range(3)))
+    db = tmp_path / "g.db"
+    with running_server() as (url, _):
+        out = gate(db, "bench", "--url", url, "--model", "test-model", "--workload", "trace",
+                   "--workload-file", str(trace), "--requests", "6", "--concurrency", "2",
+                   "--no-progress")
+        assert out.returncode == 0, out.stderr
+        store = Store(f"sqlite:///{db}")
+        (b,) = benchmarks(store, runs(store, kind="bench")[-1].id)
+        assert b.params["arrival"] == "poisson" and b.params["rate"] is None  # closed loop
+        assert len(requests(store, b.id)) == 6
+        half = tmp_path / "half.jsonl"  # a timestamp on some lines only: which is meant?
+        half.write_text(trace.read_text() + json.dumps({"timestamp": 1.0, "prompt": "x"}) + "\n")
+        bad = gate(db, "bench", "--url", url, "--model", "test-model", "--workload", "trace",
+                   "--workload-file", str(half), "--no-progress")
+    assert bad.returncode == 4
+    assert f"{half}: 1 of 4 trace lines have a timestamp" in bad.stderr, bad.stderr
+
+
 def test_bench_where_every_request_failed_is_error_exit_3(tmp_path: Path) -> None:
     db = tmp_path / "g.db"
     with running_server(ServerConfig(faults=dict.fromkeys(range(6), "http_500"))) as (url, _):
