@@ -10,12 +10,12 @@ import pytest
 
 from harness.g2.plan import fio_cells, gpu_hosts, serving_cells, serving_layouts
 from harness.g2.serving_run import ServingBaseline
-from harness.g3.arms import ArmControl, transport_action_runner
-from harness.g3.enginelogs import EngineLogs
-from harness.g3.engines import EngineWatch, clean_slate
-from harness.g3.plan import layouts
 from harness.pytest_plugin import GATE_KEY, GateContext
 from harness.remote.placement import load_executor
+from harness.serving.arms import ArmControl, transport_action_runner
+from harness.serving.cells import layouts
+from harness.serving.enginelogs import EngineLogs
+from harness.serving.engines import EngineWatch, clean_slate
 
 
 def _asked(ctx: GateContext) -> dict[str, bool]:

@@ -22,7 +22,6 @@ from harness.g2 import gdsio as g2gdsio
 from harness.g2.plan import JOBS, FioCell, fio_cells
 from harness.g2.serving import judge
 from harness.g2.serving_run import ServingBaseline
-from harness.g3.plan import Cell
 from harness.probes import mounts
 from harness.probes.findmnt import Mount, parse_findmnt
 from harness.probes.fio import parse_fio
@@ -32,6 +31,7 @@ from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.progress_log import Timed
 from harness.pytest_plugin import CheckRecorder, GateContext
 from harness.reasons import Reason
+from harness.serving.cells import Cell
 from harness.transport.base import Transport
 from harness.transport.result import CommandResult, describe, tail
 

@@ -6,7 +6,7 @@ workflow asks it to stop the engines a killed run left running. All four are def
 beside the cells and engines in harness.g3 (docs/gates.md lists the hooks).
 """
 
-from harness.g3.engines import release_engines as release
 from harness.g3.plan import expected_checks, validate, weakened
+from harness.serving.engines import release_engines as release
 
 __all__ = ["expected_checks", "release", "validate", "weakened"]

@@ -9,12 +9,12 @@ import pytest
 
 from harness.config.models import Layout
 from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
-from harness.g3.plan import Cell
 from harness.g3.preflight import layout_gpu_problems
-from harness.g3.problems import ProblemKind, joined, not_compared, why
 from harness.g3.session import G3Session
 from harness.pytest_plugin import CheckRecorder
 from harness.reasons import Reason
+from harness.serving.cells import Cell
+from harness.serving.problems import ProblemKind, joined, not_compared, why
 
 
 def _preflight(reason: Reason) -> Reason:

@@ -82,7 +82,7 @@ def _layouts_fit_the_bom(loaded: LoadedConfig, inventory: Inventory) -> None:
     host whose group orders no GPU is left to that check."""
     from harness.config.bom import declared_gpus
     from harness.errors import ConfigError
-    from harness.g3.layout_fit import HostGpus, misfits
+    from harness.serving.layout_fit import HostGpus, misfits
 
     cfg = loaded.config
     ordered = {name: HostGpus(name, found[1], bom_group=found[0])

@@ -26,8 +26,9 @@ def print_plan(gate: str, config_path: str, overrides: tuple[str, ...] = (),
     from rich.table import Table
 
     from harness.cli.common import stdout_console
-    from harness.g3.plan import cells, docs_for, dry_run
+    from harness.g3.plan import dry_run
     from harness.runner import check_site
+    from harness.serving.cells import cells, docs_for
 
     loaded = open_config(config_path, overrides)
     cfg = loaded.config

@@ -48,7 +48,7 @@ def check_engines(cfg: SiteConfig, inventory: Inventory, timeout: float) -> list
     """Every arm x layout x instance endpoint of the config, each distinct URL probed once."""
     from harness.cli.probe_cmd import assess_url
     from harness.errors import EndpointError, UsageError
-    from harness.g3.arms import endpoints
+    from harness.serving.arms import endpoints
 
     if cfg.arms is None:
         return []

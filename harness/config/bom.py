@@ -93,7 +93,7 @@ class Bom(Frozen):
 
 G1_HEALTH = ("gpu-ecc", "gpu-link", "xid", "pcie", "nvme-smart", "ib-ports")
 # The host fact G1 records with the GPUs nvidia-smi listed on a host; G3 holds each
-# layout's tp x instances against it (harness/g3/layout_fit.py).
+# layout's tp x instances against it (harness/serving/layout_fit.py).
 GPU_COUNT_FACT = "gpu count"
 
 

@@ -17,7 +17,7 @@ from harness.config.models import Arms, CommandAction, PlaybookAction, SiteConfi
 from harness.errors import ConfigError
 
 # The names an arm's command argv and playbook vars may use as `{placeholders}`; the G3
-# arm control fills exactly these (harness/g3/arms.py `ArmControl.values`).
+# arm control fills exactly these (harness/serving/arms.py `ArmControl.values`).
 PLACEHOLDERS = ("arm", "layout", "tp", "instance", "port", "host", "address", "url")
 
 

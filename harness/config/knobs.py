@@ -29,7 +29,7 @@ import fnmatch
 import re
 from collections.abc import Iterable
 
-# The prefixes of the compared facts (harness/g3/identity.py). `proxy:` holds a declared
+# The prefixes of the compared facts (harness/serving/identity.py). `proxy:` holds a declared
 # proxy's facts under the same prefixes (`proxy:argv:--port`).
 PREFIXES = ("argv", "env", "server", "proc", "pkg", "model")
 PROXY = "proxy"
@@ -38,7 +38,7 @@ CODE_PREFIXES = ("proc", "pkg", "model")
 
 # Variables that choose which code an interpreter or the dynamic linker loads: a
 # difference in one of them is a difference in the code that runs, never session noise
-# (harness/g3/identity.py keeps them out of NOISE_ENV).
+# (harness/serving/identity.py keeps them out of NOISE_ENV).
 INTERPRETER_ENV = frozenset({
     "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
     "PYTHONSAFEPATH", "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE",

@@ -120,7 +120,7 @@ class Arm(Frozen):
     differs_by: list[str] = Field(default_factory=list)
     # The engine's log files on each instance's host (`{layout}`, `{instance}`, `{port}`,
     # `{tp}`, `{arm}` filled in): fetched after each stop into the run's evidence
-    # (harness/g3/enginelogs.py; the last MiB of what is new each time).
+    # (harness/serving/enginelogs.py; the last MiB of what is new each time).
     logs: list[str] = Field(default_factory=list)
 
 
@@ -183,7 +183,7 @@ class LoadHealth(Frozen):
     # phase's wall time (a share, because --speed scales every modelled duration): past
     # it the phase measured the host, not the model (a real engine exposes no such
     # counter). The demo on a busy 2-core machine shows 1-13 %; 25 % leaves CI room.
-    # G3 tightens it to 10 % (harness/g3/records.py: G3_MAX_SIM_LAG_SHARE).
+    # G3 tightens it to 10 % (harness/serving/phases.py: G3_MAX_SIM_LAG_SHARE).
     max_sim_lag_share: float = Field(default=0.25, gt=0, le=1)
     # The client's own delay against what the phase measured (docs/metrics.md "Phase
     # health"): the mean event-loop lag (what a timestamp waits on average) as a share of

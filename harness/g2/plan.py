@@ -13,7 +13,7 @@ from harness.config.inventory import Inventory
 from harness.config.models import G2, FioTarget, G2Serving, Layout, SiteConfig
 from harness.errors import UsageError
 from harness.g2.fio import wanted
-from harness.g3.plan import Cell, cells, docs_for, layouts
+from harness.serving.cells import Cell, cells, docs_for, layouts
 
 # Below the default share of the vendor's figures a PASS is weaker: a reviewer signs it.
 DEFAULT_MIN_FRACTION: float = G2.model_fields["min_fraction"].default

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.config.models import G2Serving
-from harness.g3.rules import phase_tokens
 from harness.loadgen.records import RequestRecord
 from harness.reasons import Reason
+from harness.serving.phases import phase_tokens
 
 # Failures a saturated client may cause itself; every other kind is the server's answer.
 CLIENT_LIMITS = ("timeout", "cancelled")

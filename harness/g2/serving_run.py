@@ -22,16 +22,16 @@ from harness.config.models import G2Serving, Layout, SiteConfig
 from harness.errors import GateError, MeasurementError
 from harness.g2.engine_version import RunningEngine
 from harness.g2.serving import RepFigures, rep_figures
-from harness.g3.arms import ArmControl, endpoints
-from harness.g3.engines import EngineWatch
-from harness.g3.gate_run import GateRun
-from harness.g3.phase_checks import ended_in_time, load_endpoints, measured_something
-from harness.g3.plan import Cell, doc_seed, docs_for
-from harness.g3.records import phase_params, phase_spec
 from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
+from harness.serving.arms import ArmControl, endpoints
+from harness.serving.cells import Cell, doc_seed, docs_for
+from harness.serving.engines import EngineWatch
+from harness.serving.gate_run import GateRun
+from harness.serving.phase_checks import ended_in_time, load_endpoints, measured_something
+from harness.serving.phases import phase_params, phase_spec
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.writer import supersede_pair
@@ -166,7 +166,7 @@ class ServingBaseline:
         urls = [ep.url for ep in eps]
         specs = list(docs.specs)
         ignore_eos = self._ignore_eos()
-        # the site's simulator bound, not G3's tighter one (records.G3_MAX_SIM_LAG_SHARE)
+        # the site's simulator bound, not G3's tighter one (phases.G3_MAX_SIM_LAG_SHARE)
         spec = phase_spec(cfg, cell.tier, load_endpoints(eps, cfg.model.name), specs,
                           ignore_eos, sim_lag_cap=None)
         writer = PhaseWriter(self.gate.store, self.gate.run_id,
@@ -198,6 +198,6 @@ def release(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: in
     G3's are (both arms' stop actions, the recorded processes, every endpoint down)."""
     if loaded.config.gates.g2.serving is None:
         return []
-    from harness.g3.engines import release_engines
+    from harness.serving.engines import release_engines
 
     return release_engines(loaded, inventory, store, run_id, sudo_password=sudo_password)

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from harness.g3.problems import JSONDict, Problem, ProblemKind
 from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
 from harness.reasons import Reason
+from harness.serving.problems import JSONDict, Problem, ProblemKind
 
 # Server-side latency histograms, per engine family (the first family an engine exposes
 # is read). llama.cpp, TGI's streaming TTFT and Ollama have none: no second clock.

@@ -13,8 +13,8 @@ their hosts over the gate's own transport, say the flash did the work.
 from __future__ import annotations
 
 from harness.config.models import Evidence
-from harness.g3.problems import JSONDict, Problem, ProblemKind
 from harness.reasons import Reason
+from harness.serving.problems import JSONDict, Problem, ProblemKind
 
 
 def number(ev: JSONDict, key: str) -> float:

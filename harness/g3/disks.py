@@ -18,10 +18,10 @@ import numpy as np
 
 from harness.config.models import KvVolume
 from harness.errors import GateError, MeasurementError
-from harness.g3.problems import JSONDict
 from harness.probes import mounts
 from harness.probes.diskstats import bytes_read_of, total_bytes_read
 from harness.probes.findmnt import Mount, parse_findmnt
+from harness.serving.problems import JSONDict
 from harness.transport import Transport
 
 STAGE = "g3 kv_volume"

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 
 from harness.g3.clocks import client_clock, server_clock
 from harness.g3.devices import cold_kv_tokens
-from harness.g3.problems import JSONDict
 from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import CacheEvidence, MetricsSnapshot
+from harness.serving.problems import JSONDict
 
 Scraper = Callable[[str], MetricsSnapshot]
 

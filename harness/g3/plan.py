@@ -6,19 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from harness.config.models import G3, Layout, SiteConfig
-
-ARMS = ("baseline", "accelerated")
-
-
-@dataclass(frozen=True)
-class Cell:
-    layout: Layout
-    tier: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.layout.name}-c{self.tier}"
+from harness.config.models import G3, SiteConfig
+from harness.serving.cells import ARMS, Cell, cells, docs_for, layouts
 
 
 @dataclass(frozen=True)
@@ -34,16 +23,6 @@ class Step:
 PREFLIGHT = ("test_arms_serve_the_same_model", "test_arms_match_the_declared_layout",
              "test_arms_differ_only_by_the_accelerator",
              "test_accelerated_arm_exposes_external_cache")
-
-
-def layouts(config: SiteConfig) -> list[Layout]:
-    """The layouts G3 measures: `gates.g3.layouts`, else every layout."""
-    wanted = config.gates.g3.layouts or [layout.name for layout in config.layouts]
-    return [config.layout(name) for name in wanted]
-
-
-def cells(config: SiteConfig) -> list[Cell]:
-    return [Cell(layout, tier) for layout in layouts(config) for tier in config.gates.g3.tiers]
 
 
 def expected_checks(config: SiteConfig, inventory: object = None) -> list[str]:
@@ -77,21 +56,6 @@ def pair_order(seed: int, cell_key: str, repetition: int) -> tuple[str, str]:
     first = random.Random(f"{seed}:{cell_key}").random() < 0.5
     flip = (repetition % 2 == 1) != first
     return ("accelerated", "baseline") if flip else ("baseline", "accelerated")
-
-
-def docs_for(tier: int, docs_per_concurrency: int, min_docs: int = 0) -> int:
-    """Documents per phase: every one is asked exactly once, so every request is cold.
-    4 x c by default, but at least `min_docs` (64): with 16 requests a phase, c=4 cells
-    reach only ~45 % power in 8 pairs (docs/g3-statistics.md)."""
-    return max(docs_per_concurrency * tier, min_docs)
-
-
-def doc_seed(workload_seed: int, repetition: int) -> int:
-    """Both arms of a pair get the same documents; each repetition gets fresh ones. Cells
-    of one repetition share a document set (tier c asks its first 4 x c documents), so it
-    is generated and calibrated once: the arms never share a tier, so this cannot leak KV
-    from one arm to the other."""
-    return random.Random(f"{workload_seed}:{repetition}").randrange(2**31)
 
 
 def estimate_steps(config: SiteConfig, cell: Cell, repetition: int) -> list[Step]:

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from harness.config.bom import GPU_COUNT_FACT, declared_gpus
 from harness.config.inventory import Inventory
 from harness.config.models import Layout, SiteConfig
-from harness.g3.identity import ArmComparison
-from harness.g3.layout_fit import HostGpus, misfits
-from harness.g3.problems import Problem, ProblemKind
 from harness.g3.rules import Card
 from harness.loadgen.probe import ServerInfo
 from harness.probes.prometheus import MetricsSnapshot, exposes_tier
 from harness.reasons import Reason
+from harness.serving.identity import ArmComparison
+from harness.serving.layout_fit import HostGpus, misfits
+from harness.serving.problems import Problem, ProblemKind
 from harness.store import Store
 
 
@@ -111,6 +111,6 @@ def host_gpus(store: Store, run_id: int, config: SiteConfig,
 def layout_gpu_problems(store: Store, run_id: int, config: SiteConfig,
                         inventory: Inventory, layout: Layout) -> list[Problem]:
     """LAYOUT problems: a host of the layout with fewer GPUs than tp x pp x its
-    instances there, or whose GPUs nobody counted (harness/g3/layout_fit.py)."""
+    instances there, or whose GPUs nobody counted (harness/serving/layout_fit.py)."""
     gpus = host_gpus(store, run_id, config, inventory)
     return [Problem(ProblemKind.LAYOUT, m.text(), m.why()) for m in misfits(layout, gpus)]

@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.config.models import SiteConfig
 from harness.errors import MeasurementError
-from harness.g3.plan import ARMS, Cell
-from harness.g3.problems import JSON, JSONDict, Problem
-from harness.g3.rules import FIXED_OUTPUT_BODY, PhaseTokens, phase_tokens
-from harness.loadgen.health import HealthBounds
-from harness.loadgen.phase import PhaseSpec
-from harness.loadgen.records import Endpoint, RequestRecord, RequestSpec
-from harness.loadgen.workloads import Workload
+from harness.loadgen.records import RequestRecord
+from harness.serving.cells import ARMS, Cell
+from harness.serving.phases import PhaseTokens, finite, json_dict, phase_tokens
+from harness.serving.problems import JSONDict, Problem
 from harness.stats.model import CellDecision
 from harness.store import Store, writer
 
@@ -30,7 +27,7 @@ class ArmRep:
     wall_time: float
     evidence: JSONDict
     benchmark_id: int
-    # The engines' facts right after the cold restart (harness/g3/identity.py), and why
+    # The engines' facts right after the cold restart (harness/serving/identity.py), and why
     # some could not be read.
     facts: list[dict[str, str]] = field(default_factory=list)
     fact_problems: list[str] = field(default_factory=list)
@@ -72,64 +69,6 @@ def completed_reps(store: Store, run_id: int, cell: Cell,
     return {rep: pair for rep, pair in found.items() if set(pair) == set(ARMS)}
 
 
-def fixed_output_body(ignore_eos: bool) -> dict[str, bool]:
-    """What G3 adds to each request to fix its output length: `ignore_eos` only for an
-    engine whose profile honours it (harness.loadgen.engines); another engine gets a
-    standard request, and the length check then says the length was not fixed."""
-    return dict(FIXED_OUTPUT_BODY) if ignore_eos else {}
-
-
-# A simulated engine's stall adds its own length to a phase: 0.15 s in a 0.8 s phase moves
-# that pair's gain by about 0.15, where G3's gains sit a few points from their threshold
-# (the demo's 0.35 against 0.29; seen in a fresh clone's demo: three such stalls of
-# 14-19 %, under load.health's 25 %, left a cell INCONCLUSIVE on a quiet machine). So a G3
-# pair is measured again past a 10 % stall, whatever load.health allows (tightening
-# only). G2's serving baseline keeps the site's bound: its CV limit is wider, and its
-# 0.24 s demo phases show 10-15 % wakes on a quiet machine.
-G3_MAX_SIM_LAG_SHARE = 0.10
-
-
-def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
-               specs: list[RequestSpec], ignore_eos: bool = True,
-               sim_lag_cap: float | None = G3_MAX_SIM_LAG_SHARE) -> PhaseSpec:
-    """A G3 phase (warm or measured, the same documents): closed loop at the tier, every
-    request asking the fixed output length, stopped past gates.g3.phase_timeout, its
-    client judged by load.health, its simulator bound tightened to sim_lag_cap (None:
-    the site's bound as it is)."""
-    health = HealthBounds.from_dict(cfg.load.health.model_dump())
-    if sim_lag_cap is not None:
-        health = replace(health, max_sim_lag_share=min(health.max_sim_lag_share,
-                                                       sim_lag_cap))
-    return PhaseSpec(endpoints=tuple(endpoints), requests=tuple(specs), concurrency=tier,
-                     api=cfg.workload.api, timeout=cfg.load.timeout,
-                     phase_timeout=cfg.gates.g3.phase_timeout,
-                     extra_body=fixed_output_body(ignore_eos) or None,
-                     health=health)
-
-
-def completed_prompt_tokens(records: Sequence[RequestRecord],
-                            specs: Sequence[RequestSpec]) -> float:
-    """Prompt tokens of a phase's completed requests: the server's usage where it gave
-    one, else the calibrated count of the request's document."""
-    calibrated = {s.doc_id: s.prompt_tokens or 0 for s in specs}
-    return float(sum(r.prompt_tokens or calibrated.get(r.doc_id, 0)
-                     for r in records if r.ok and not r.warmup))
-
-
-def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
-                 workload: Workload, ignore_eos: bool = True,
-                 engine: Mapping[str, str] | None = None) -> JSONDict:
-    """A G3 phase's benchmark params; `engine` (engine, engine_version, as preflight
-    found them) is where the report's versions table reads them."""
-    return {**(engine or {}), "docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
-            "endpoints": [u for u in urls], "api": cfg.workload.api,
-            "max_tokens": cfg.workload.max_tokens,
-            "fixed_output": {"max_tokens": cfg.workload.max_tokens,
-                             **fixed_output_body(ignore_eos)},
-            "calibrated": workload.calibrated,
-            "prompt_tokens": [s.prompt_tokens for s in specs[:512]]}
-
-
 def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDecision,
                reps: list[dict[str, ArmRep]], override: str | Problem = "",
                override_verdict: str = "INCONCLUSIVE") -> None:
@@ -155,28 +94,3 @@ def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDe
                     "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps],
                     **({"why": why.as_json()} if why is not None else {})},
     })
-
-
-def finite(x: float | None) -> float | None:
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
-def json_dict(d: Mapping[str, object]) -> JSONDict:
-    return {str(k): jsonable(v) for k, v in d.items()}
-
-
-def jsonable(d: object) -> JSON:
-    """What JSON can hold of a value: numpy numbers as Python's, non-finite as null."""
-    if isinstance(d, dict):
-        return {str(k): jsonable(v) for k, v in d.items()}
-    if isinstance(d, list | tuple):
-        return [jsonable(v) for v in d]
-    if isinstance(d, float | np.floating):
-        return float(d) if np.isfinite(d) else None
-    if isinstance(d, np.integer):
-        return int(d)
-    if isinstance(d, np.ndarray):
-        return jsonable(d.tolist())
-    if d is None or isinstance(d, str | int | bool):
-        return d
-    return str(d)

@@ -5,8 +5,7 @@ cell cannot be decided, or ''."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -20,31 +19,11 @@ from harness.g3.devices import (
     other_tier_note,
     store_problem,
 )
-from harness.g3.plan import ARMS
-from harness.g3.problems import JSON, JSONDict, Problem, ProblemKind
-from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
 from harness.reasons import Reason
-
-# Every G3 request asks a fixed output length and tells the engine to ignore EOS where
-# its profile says it honours `ignore_eos` (vLLM, SGLang, llama.cpp, the simulator:
-# harness.loadgen.engines); the run records what was sent with the phase.
-FIXED_OUTPUT_BODY = {"ignore_eos": True}
-
-
-@dataclass(frozen=True)
-class PhaseTokens:
-    """A measured phase's output, counted by the harness: throughput believes the length
-    it asked for, never the server's count (a proxy could inflate that)."""
-
-    fixed: int       # the output length every request asked for
-    completed: int   # requests that completed (failed ones are +inf TTFT, 0 tokens)
-    at_length: int   # completed with finish_reason "length"
-    disagree: int    # completed whose usage.completion_tokens is not `fixed` (or absent)
-
-    @property
-    def tokens(self) -> int:
-        return self.fixed * self.at_length
+from harness.serving.cells import ARMS
+from harness.serving.phases import PhaseTokens
+from harness.serving.problems import JSON, JSONDict, Problem, ProblemKind
 
 
 class MeasuredArm(Protocol):
@@ -58,20 +37,6 @@ class MeasuredArm(Protocol):
     def evidence(self) -> JSONDict: ...
     @property
     def saturation(self) -> str: ...
-
-
-def phase_tokens(records: Iterable[RequestRecord], fixed: int) -> PhaseTokens:
-    """Count a phase's requests; warm-up requests are not counted."""
-    completed = at_length = disagree = 0
-    for r in records:
-        if r.warmup or not r.ok:
-            continue
-        completed += 1
-        if r.finish_reason == "length":
-            at_length += 1
-        if not r.usage_reported or r.output_tokens != fixed:
-            disagree += 1
-    return PhaseTokens(fixed, completed, at_length, disagree)
 
 
 def length_problem(arm: str, t: PhaseTokens, tolerance: float) -> Problem | None:

@@ -2,7 +2,7 @@
 decision settles or the budget ends. Every phase is stored as it is measured.
 
 What runs is checked, not assumed: after every start and cold restart the engines of
-both arms are read (harness/g3/engines.py) and the arms of a pair must differ only as
+both arms are read (harness/serving/engines.py) and the arms of a pair must differ only as
 the config allows, or the cell is ERROR. Every request asks a fixed output length and
 the throughput counts that length, never the server's own token count.
 """
@@ -19,31 +19,11 @@ from dataclasses import dataclass, field
 from harness.config.decision import criteria_for
 from harness.config.models import Layout, SiteConfig
 from harness.errors import MeasurementError
-from harness.g3.arms import ArmControl, endpoints, health_path
 from harness.g3.disks import DiskSource, StorageSampler
-from harness.g3.engines import EngineWatch, Observation
 from harness.g3.evidence import crosschecks, scrape_all, summed_evidence
-from harness.g3.gate_run import REMEASURES, GateRun
-from harness.g3.identity import compare_arms
-from harness.g3.phase_checks import (
-    ended_in_time,
-    load_endpoints,
-    measured_something,
-    still_healthy,
-)
-from harness.g3.plan import ARMS, Cell, doc_seed, docs_for, pair_order
+from harness.g3.plan import pair_order
 from harness.g3.preflight import Preflight, exposes_external, model_card
-from harness.g3.problems import Problem, ProblemKind
-from harness.g3.records import (
-    ArmRep,
-    completed_prompt_tokens,
-    completed_reps,
-    jsonable,
-    phase_params,
-    phase_spec,
-    store_cell,
-    ttfts,
-)
+from harness.g3.records import ArmRep, completed_reps, store_cell, ttfts
 from harness.g3.rules import (
     Card,
     Said,
@@ -51,7 +31,6 @@ from harness.g3.rules import (
     cell_notes,
     check_evidence,
     compare_cards,
-    phase_tokens,
     processes_replaced,
 )
 from harness.loadgen import storage
@@ -61,6 +40,25 @@ from harness.loadgen.phase import Executor, InProcessExecutor
 from harness.loadgen.phase_progress import Where, counted
 from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
+from harness.serving.arms import ArmControl, endpoints, health_path
+from harness.serving.cells import ARMS, Cell, doc_seed, docs_for
+from harness.serving.engines import EngineWatch, Observation
+from harness.serving.gate_run import REMEASURES, GateRun
+from harness.serving.identity import compare_arms
+from harness.serving.phase_checks import (
+    ended_in_time,
+    load_endpoints,
+    measured_something,
+    still_healthy,
+)
+from harness.serving.phases import (
+    completed_prompt_tokens,
+    jsonable,
+    phase_params,
+    phase_spec,
+    phase_tokens,
+)
+from harness.serving.problems import Problem, ProblemKind
 from harness.stats.model import CellDecision
 from harness.store import runs as store_runs
 from harness.store import writer
@@ -287,7 +285,7 @@ class G3Session:
     def _phases_planned(self) -> int:
         """Load phases at the minimum repetitions: cells x pairs x 2 arms x (warm,
         measured); the ETA's denominator (more pairs only when the looks cannot decide)."""
-        from harness.g3.plan import cells
+        from harness.serving.cells import cells
 
         return len(cells(self.config)) * self.config.gates.g3.repetitions.min * 4
 

@@ -16,7 +16,7 @@ from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Tabl
 from harness.report.redact import redact, redact_args, redact_overrides
 
 MAX_FACTS = 400
-# harness.g3.enginelogs.KIND (not imported: it brings the transports along). A run
+# harness.serving.enginelogs.KIND (not imported: it brings the transports along). A run
 # fetches an engine's log after every stop, hundreds of files in a campaign: on paper one
 # line per host says how many, the evidence pack's manifest has each with its sha256.
 ENGINE_LOG = "engine-log"

@@ -16,8 +16,6 @@ from dataclasses import dataclass, replace
 
 from harness.config.models import G3Thresholds, SiteConfig, Workload
 from harness.errors import ConfigError, UsageError
-from harness.g3.plan import docs_for
-from harness.g3.plan import layouts as g3_layouts
 from harness.plan import (
     Context,
     ModelShape,
@@ -28,6 +26,8 @@ from harness.plan import (
     plan,
     predicted_ttft_p50,
 )
+from harness.serving.cells import docs_for
+from harness.serving.cells import layouts as g3_layouts
 from harness.workflow.plan_g2 import G2Measured, Serving
 
 

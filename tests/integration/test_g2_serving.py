@@ -4,7 +4,7 @@ phases stored, its prefill throughput recorded, its engine stopped at the end. A
 baseline arm that fails part of its requests is STOP-LOSS: the requests were sent and
 answered with errors, so the criterion "no failed requests" was measured and missed
 (a phase where every request failed measured nothing and is ERROR instead,
-tests/unit/test_g2_serving.py and harness/g3/phase_checks.py)."""
+tests/unit/test_g2_serving.py and harness/serving/phase_checks.py)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ import pytest
 from g3_site import Site, one_cell_site
 from sim_support.lying_proxy import lying_proxy
 
-from harness.g3.identity import compare_arms
+from harness.serving.identity import compare_arms
 
 pytestmark = pytest.mark.slow
 

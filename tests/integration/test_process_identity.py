@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from harness.errors import MeasurementError, TransportError
-from harness.g3.identity import compare_arms, engine_facts
 from harness.probes.process import (
     is_alive,
     listener_report,
@@ -29,6 +28,7 @@ from harness.probes.process import (
     stop_process,
 )
 from harness.probes.redact import hash_secret
+from harness.serving.identity import compare_arms, engine_facts
 from harness.transport import LocalTransport
 from harness.transport.result import CommandResult
 

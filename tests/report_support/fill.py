@@ -6,7 +6,7 @@ running, aborted and empty variants; hostile strings in names. Run times come fr
 controllable clock (patched into harness.store.runs) so weekly trends have real dates.
 
 G3 runs can carry what the gate records about its engines (host_fact `engine identity
-{arm} {layout}#{instance}`, built with harness.g3.identity.engine_facts from a vLLM-like
+{arm} {layout}#{instance}`, built with harness.serving.identity.engine_facts from a vLLM-like
 argv, environment and server config), decision settings weaker than the defaults (the run
 finished as harness.runner._finish finishes it) and a reviewer's sign-off recorded as
 `gate signoff` records it (OS account and host included). `attempts` fills a campaign in
@@ -24,7 +24,7 @@ from unittest import mock
 import numpy as np
 
 from harness.config.decision import WEAKENED_REASON, weakened
-from harness.g3.identity import engine_facts
+from harness.serving.identity import engine_facts
 from harness.store import runs, writer
 from harness.store.db import Store
 from harness.verdict import SIGNOFF_REASON
@@ -345,7 +345,7 @@ def arm_engines(layouts: dict[str, int], *,
 
 def record_engines(store: Store, run_id: int, layout: str,
                    arms: dict[str, list[dict[str, str]]]) -> None:
-    """As harness.g3.engines.EngineWatch.observe records each instance after a start,
+    """As harness.serving.engines.EngineWatch.observe records each instance after a start,
     then once more after a cold restart (the report compares the first reading)."""
     for reading in range(2):
         for arm, instances in arms.items():
@@ -382,7 +382,7 @@ def attempts(store: Store, name: str = "attempts-1") -> dict[str, int]:
     another --gpu-memory-utilization (ERROR); then a PASS with weaker decision settings,
     stored INCONCLUSIVE until Dr. Li (as li@site-jump) signed it. A custom-suite run after
     them is neither an attempt nor the gate's standing run."""
-    from harness.g3.identity import compare_arms
+    from harness.serving.identity import compare_arms
 
     ids: dict[str, int] = {}
     with clock_at(time.time() - 5 * DAY) as clock:

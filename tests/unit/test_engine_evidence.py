@@ -17,12 +17,13 @@ import numpy as np
 from harness.config.decision import weakened
 from harness.config.models import Evidence
 from harness.g3.preflight import exposes_external
-from harness.g3.problems import ProblemKind
 from harness.g3.records import ArmRep
-from harness.g3.rules import PhaseTokens, check_evidence, restarted
+from harness.g3.rules import check_evidence, restarted
 from harness.loadgen.capabilities import RouteCheck, assess, tier_families
 from harness.loadgen.engines import PROFILES
 from harness.probes.prometheus import cache_evidence, parse_metrics
+from harness.serving.phases import PhaseTokens
+from harness.serving.problems import ProblemKind
 
 FIX = Path(__file__).parents[1] / "fixtures" / "engines"
 SGLANG = (FIX / "sglang-metrics_pr1853_PARTIAL.prom").read_text()
@@ -183,7 +184,7 @@ def test_probe_assessment_says_what_g3_can_prove() -> None:
 
 def test_g3_waits_on_the_configured_engines_health_route() -> None:
     from harness.config.loader import parse_config
-    from harness.g3.arms import health_path
+    from harness.serving.arms import health_path
 
     base = "site: {name: s}\ncampaign: {name: c}\nmodel: {name: m}\n"
     assert health_path(parse_config(base, "gate.yaml")[0]) == "/health"

@@ -162,7 +162,7 @@ def test_a_phase_that_measured_nothing_is_an_error_quoting_the_server() -> None:
     from types import SimpleNamespace
 
     from harness.errors import MeasurementError
-    from harness.g3.phase_checks import ended_in_time, measured_something
+    from harness.serving.phase_checks import ended_in_time, measured_something
 
     config = SiteConfig.model_validate({"site": {"name": "s"}, "campaign": {"name": "c"},
                                         "inventory": "hosts.ini", "model": {"name": "m"}})

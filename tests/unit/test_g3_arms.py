@@ -1,4 +1,4 @@
-"""An arm's instances act at the same time (harness.g3.arms.on_each): really concurrent,
+"""An arm's instances act at the same time (harness.serving.arms.on_each): really concurrent,
 errors raised after every instance ended and in instance order, and an interrupt of the
 caller cancels the others instead of leaving them running."""
 
@@ -13,7 +13,7 @@ from types import FrameType
 import pytest
 
 from harness.errors import EndpointError, InfrastructureError
-from harness.g3.arms import on_each, wait_healthy
+from harness.serving.arms import on_each, wait_healthy
 
 
 def test_instances_act_at_the_same_time() -> None:

@@ -14,9 +14,9 @@ from harness.g3.clocks import (
     has_server_clock,
     server_clock,
 )
-from harness.g3.problems import ProblemKind
 from harness.loadgen.records import RequestRecord
 from harness.probes.prometheus import parse_metrics
+from harness.serving.problems import ProblemKind
 
 IDLE = (Path(__file__).parents[1] / "fixtures" / "prom" /
         "vllm-metrics_er0080_v0.25.1_idle.prom").read_text()

@@ -1,4 +1,4 @@
-"""Which host and port an arm's endpoint URL reaches (harness.g3.arms.url_listener): the
+"""Which host and port an arm's endpoint URL reaches (harness.serving.arms.url_listener): the
 process listening there must be the inspected engine, or a declared proxy."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.config.inventory import HostSpec, Inventory
 from harness.config.loader import parse_config
-from harness.g3.arms import Endpoint, endpoints, url_listener
+from harness.serving.arms import Endpoint, endpoints, url_listener
 
 INV = Inventory(Path("hosts.ini"), {
     "gpu1": HostSpec("gpu1", "127.0.0.1"), "store1": HostSpec("store1", "127.0.0.1"),

@@ -1,4 +1,4 @@
-"""Engine logs into the evidence (harness/g3/enginelogs.py): fetched over a real local
+"""Engine logs into the evidence (harness/serving/enginelogs.py): fetched over a real local
 transport after each stop, only what is new each time, at most the tail, sha256 recorded;
 a missing log is an event, never an error."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness.config.inventory import load_inventory
 from harness.config.models import SiteConfig
-from harness.g3 import enginelogs
-from harness.g3.enginelogs import EngineLogs
+from harness.serving import enginelogs
+from harness.serving.enginelogs import EngineLogs
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.queries import run_tables

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.g3.identity import (
+from harness.probes.redact import hash_secret, looks_secret, redact_argv, redact_env
+from harness.serving.identity import (
     ENV_UNREADABLE,
     INSTANCES,
     NOISE_ENV,
@@ -14,7 +15,6 @@ from harness.g3.identity import (
     engine_facts,
     server_config,
 )
-from harness.probes.redact import hash_secret, looks_secret, redact_argv, redact_env
 
 PROM = Path(__file__).resolve().parents[1] / "fixtures" / "prom" / \
     "vllm-metrics_er0080_v0.25.1_idle.prom"
@@ -172,7 +172,7 @@ def test_interpreter_and_preload_variables_are_never_noise_and_come_first() -> N
 
 
 def test_a_proxys_facts_compare_like_an_engines_with_their_noise_ignored() -> None:
-    from harness.g3.identity import proxy_facts
+    from harness.serving.identity import proxy_facts
 
     proxy = proxy_facts(engine_facts(["python", "proxy.py", "--port", "9"], {"PWD": "/a"}))
     assert proxy["proxy:argv:--port"] == "9" and "proxy:env:PWD" in proxy

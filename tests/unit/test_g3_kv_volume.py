@@ -17,9 +17,9 @@ from harness.config.models import Evidence, KvVolume, SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.devices import device_problem, device_share
 from harness.g3.disks import kv_volume_source
-from harness.g3.problems import JSONDict, ProblemKind
 from harness.probes.diskstats import bytes_read_of
 from harness.probes.findmnt import Mount, parse_findmnt
+from harness.serving.problems import JSONDict, ProblemKind
 from harness.transport.local import LocalTransport
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

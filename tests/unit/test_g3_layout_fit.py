@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from harness.config.bom import declared_gpus
 from harness.config.models import G1, Layout
-from harness.g3.layout_fit import HostGpus, misfits, needs
 from harness.report.i18n import translator
 from harness.report.reasons import say
+from harness.serving.layout_fit import HostGpus, misfits, needs
 
 
 def layout(name: str, tp: int, hosts: list[str], pp: int = 1) -> Layout:

@@ -9,17 +9,13 @@ import pytest
 
 from harness.config.loader import parse_config
 from harness.config.models import Evidence
-from harness.g3.plan import cells, doc_seed, dry_run, expected_checks, pair_order
-from harness.g3.problems import Problem, ProblemKind
+from harness.g3.plan import dry_run, expected_checks, pair_order
 from harness.g3.records import ArmRep
-from harness.g3.rules import (
-    PhaseTokens,
-    check_evidence,
-    compare_cards,
-    length_problem,
-    phase_tokens,
-)
+from harness.g3.rules import check_evidence, compare_cards, length_problem
 from harness.loadgen.records import RequestRecord
+from harness.serving.cells import cells, doc_seed
+from harness.serving.phases import PhaseTokens, phase_tokens
+from harness.serving.problems import Problem, ProblemKind
 
 CONFIG = """\
 site: {name: s}
@@ -197,7 +193,7 @@ def test_a_replaced_process_proves_a_restart_where_metrics_cannot() -> None:
 def test_g3_phases_measure_again_past_a_ten_percent_simulator_stall() -> None:
     """G3 tightens load.health's simulator bound to 10 % and never loosens it; G2
     (sim_lag_cap=None) keeps the site's."""
-    from harness.g3.records import phase_spec
+    from harness.serving.phases import phase_spec
 
     site = config()
     assert phase_spec(site, 4, [], [], sim_lag_cap=None).health.max_sim_lag_share == 0.25

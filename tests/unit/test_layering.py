@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workflow", ("harness.runner", "harness.campaign", "harness.demo", "harness.workflow")),
     ("gates", ("harness.gates", "harness.pytest_plugin", "harness.pytest_args")),
     ("gate libraries", ("harness.g1", "harness.g2", "harness.g3", "harness.g4")),
+    # engines and load shared by G2, G3 and G4: what two gate libraries share lives here
+    ("serving", ("harness.serving",)),
     # harness.registry (the gate registry) names each gate's config model, so it imports
     # harness.config: the lowest layer where that import points down, and every reader
     # of the registry (report, runner, CLI) sits at or above it.
@@ -40,6 +42,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "harness.reasons", ROOT)),
 )
 
+# Inside the libraries layer, highest first: a package imports only packages of a lower
+# row (a load agent ships remote's closure, so loadgen stays below it and above nothing
+# that pulls Ansible; the store and the probes both sit on the transport and the config).
+LIBRARY_ROWS: tuple[tuple[str, ...], ...] = (
+    ("harness.remote",),
+    ("harness.ansible", "harness.registry", "harness.loadgen"),
+    ("harness.bundle", "harness.store", "harness.probes", "harness.plan", "harness.stats"),
+    ("harness.transport",),
+    ("harness.config", "harness.secrets"),
+)
+GATE_LIBRARIES = dict(LAYERS)["gate libraries"]
+
 # Leaves: only the command line and the workflow may import them; each imports only what
 # its entry allows (its own package always).
 SIM, REPORT = "harness.sim", "harness.report"
@@ -49,7 +63,8 @@ LEAVES: dict[str, tuple[str, ...]] = {
     SIM: (*FOUNDATION, "harness.secrets"),
     # the simulator's transport backend, registered by entry point (harness.transport.backends)
     "harness.sim.hardware_transport": (SIM, *FOUNDATION, "harness.transport"),
-    REPORT: (*FOUNDATION, *dict(LAYERS)["libraries"], *dict(LAYERS)["gate libraries"]),
+    REPORT: (*FOUNDATION, *dict(LAYERS)["libraries"], *dict(LAYERS)["serving"],
+             *GATE_LIBRARIES),
 }
 LEAF_USERS = ("cli", "workflow")
 
@@ -63,6 +78,9 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
     ("harness.loadgen", "harness.ansible", "the load agent runs without Ansible"),
     ("harness.gates", "harness.store", "suites record through the plugin's recorder"),
     ("harness.plan", SIM, "the planner's model must not be the simulator's under another name"),
+    *((a, b, "gate libraries never import one another: what two share lives in "
+                "harness.serving or below")
+      for a in GATE_LIBRARIES for b in GATE_LIBRARIES if a != b),
 )
 # The store is the only door to the gate's database: its libraries are imported there only.
 STORE, STORE_ONLY = "harness.store", ("sqlalchemy", "alembic")
@@ -141,6 +159,15 @@ def _layer(module: str) -> int:
     return best[0]
 
 
+def _row(module: str) -> tuple[int, str] | None:
+    """(row, package) of a module in LIBRARY_ROWS, or None outside the libraries."""
+    for rank, row in enumerate(LIBRARY_ROWS):
+        hit = _longest(module, row)
+        if hit is not None:
+            return rank, hit
+    return None
+
+
 def _leaf(module: str) -> str | None:
     return _longest(module, tuple(LEAVES))
 
@@ -155,6 +182,10 @@ def _broken_rule(edge: Edge) -> str | None:
         return f"only {STORE} imports {dst.partition('.')[0]}: the store is the only door"
     if dst.partition(".")[0] != ROOT:
         return None
+    rows = [_row(src), _row(dst)]
+    if rows[0] is not None and rows[1] is not None and rows[0][1] != rows[1][1] \
+            and rows[1][0] <= rows[0][0]:
+        return (f"{rows[0][1]} may not import {rows[1][1]}: not below it in LIBRARY_ROWS")
     src_leaf, dst_leaf = _leaf(src), _leaf(dst)
     if src_leaf is not None:
         home = _longest(src, (SIM, REPORT)) or src_leaf
@@ -187,6 +218,11 @@ def test_every_module_has_a_layer(edges: list[Edge]) -> None:
         assert _leaf(module) is not None or _layer(module) >= 0
 
 
+def test_every_library_package_has_a_row() -> None:
+    """A library package missing from LIBRARY_ROWS would escape the order unnoticed."""
+    assert sorted(p for row in LIBRARY_ROWS for p in row) == sorted(dict(LAYERS)["libraries"])
+
+
 def test_imports_point_down_the_layers(edges: list[Edge]) -> None:
     found = _violations(edges)
     assert not found, "imports against the layers:\n" + "\n".join(sorted(found.values()))
@@ -203,6 +239,13 @@ def test_imports_point_down_the_layers(edges: list[Edge]) -> None:
     ("harness.pytest_plugin", "harness.report", False),
     ("harness.demo", "harness.report", True),
     ("harness.report.build", "harness.g3.plan", True),
+    ("harness.g2.serving_run", "harness.g3.plan", False),
+    ("harness.g2.serving_run", "harness.serving.arms", True),
+    ("harness.serving.engines", "harness.g3.plan", False),
+    ("harness.loadgen.bench", "harness.store.db", True),
+    ("harness.store.db", "harness.loadgen.records", False),
+    ("harness.transport.pool", "harness.probes.process", False),
+    ("harness.report.build", "harness.serving.identity", True),
     ("harness.report.build", "harness.runner", False),
     ("harness.errors", "harness.config", False),
     ("harness.gates.g3_main.test_g3", "harness.store.writer", False),

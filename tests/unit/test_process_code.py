@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ParseError
-from harness.g3.identity import compare_arms
-from harness.g3.running import libs_detail, running_facts
 from harness.probes.process_args import (
     code_query,
     hub_dirs,
@@ -21,6 +19,8 @@ from harness.probes.process_args import (
     python_main,
 )
 from harness.probes.process_code import CODE_SCRIPT, CodeQuery, parse_code_report
+from harness.serving.identity import compare_arms
+from harness.serving.running import libs_detail, running_facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 MODEL = FIXTURES / "code_debian12-container_root_script-hf-model.txt"

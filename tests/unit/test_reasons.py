@@ -13,12 +13,13 @@ import numpy as np
 
 from harness.config.models import Evidence
 from harness.g1 import judge
-from harness.g3.problems import JSONDict, Problem, ProblemKind, not_compared
-from harness.g3.rules import MeasuredArm, PhaseTokens, check_evidence, length_problem
+from harness.g3.rules import MeasuredArm, check_evidence, length_problem
 from harness.labels import check_label
 from harness.reasons import CODES, Reason, from_json, text
 from harness.report import reasons
 from harness.report.i18n import placeholders, translator
+from harness.serving.phases import PhaseTokens
+from harness.serving.problems import JSONDict, Problem, ProblemKind, not_compared
 from harness.stats import decide_cell, planned_looks
 from harness.stats.decision import MIN_BOOT
 from harness.stats.spending import look_plan

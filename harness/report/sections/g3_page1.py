@@ -6,7 +6,7 @@ Settings come from the run's stored config (harness.config.decision.deviations);
 arms are compared again from the engines' identity facts the run recorded after start
 (host_fact `engine identity {arm} {layout}#{instance}`, the first reading of each: the
 preflight's) with the patterns of the run's own config, through the gate's own pure
-comparison (harness.g3.identity.compare_arms). Nothing here re-decides a verdict.
+comparison (harness.serving.identity.compare_arms). Nothing here re-decides a verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.config.decision import DIFFERS_BY, WEAKENED_REASON, Deviation, deviations
-from harness.g3.identity import ArmComparison, Difference, compare_arms
 from harness.report import fmt
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
@@ -29,6 +28,7 @@ from harness.report.model import (
     SettingChange,
 )
 from harness.report.redact import redact_overrides
+from harness.serving.identity import ArmComparison, Difference, compare_arms
 from harness.verdict import SIGNOFF_REASON
 
 ARMS = ("baseline", "accelerated")

@@ -4,9 +4,9 @@ After every start or restart action the engine process listening on each instanc
 port is read from /proc on its host (argv, environment, start time, and what code it runs:
 executable, cwd, libraries, packages, model files) together with what the server says
 about itself (/v1/models, /version, /metrics info labels), and each endpoint's listener
-must be that engine or a declared proxy (harness/g3/inspection.py). The two arms'
+must be that engine or a declared proxy (harness/serving/inspection.py). The two arms'
 facts are compared key by key; only the differences `arms.accelerated.differs_by` allows
-may remain (harness/g3/identity.py). Every process seen is recorded in the store, so the
+may remain (harness/serving/identity.py). Every process seen is recorded in the store, so the
 run stops it at its end, and the next run, resume or abort of the campaign stops whatever
 a killed run left behind. Before a run or a resume, both arms' stop actions run and every
 endpoint must be down.
@@ -26,13 +26,13 @@ from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError, InfrastructureError, TransportError
-from harness.g3.arms import ArmControl, EventSink, endpoints
-from harness.g3.enginelogs import EngineLogs
-from harness.g3.identity import ArmComparison, compare_arms, engine_facts, server_config
-from harness.g3.inspection import Inspector
-from harness.g3.plan import ARMS
-from harness.g3.problems import JSON
 from harness.probes.process import is_alive, stop_process
+from harness.serving.arms import ArmControl, EventSink, endpoints
+from harness.serving.cells import ARMS
+from harness.serving.enginelogs import EngineLogs
+from harness.serving.identity import ArmComparison, compare_arms, engine_facts, server_config
+from harness.serving.inspection import Inspector
+from harness.serving.problems import JSON
 from harness.store import Store
 from harness.store import engines as store_engines
 from harness.store import runs as store_runs
@@ -110,7 +110,7 @@ class EngineWatch:
         `as_fact`: also store the reading as a host fact (the preflight's, which the
         report shows; a pair's readings are stored with its measured phases). With
         engine_process_check on: what code the engine runs, and the endpoint's listener
-        (the engine itself or a declared proxy, harness/g3/inspection.py)."""
+        (the engine itself or a declared proxy, harness/serving/inspection.py)."""
         facts, problems = [], []
         processes: list[tuple[int, int] | None] = []
         libs: list[frozenset[str]] = []
@@ -238,9 +238,9 @@ def release_engines(loaded: LoadedConfig, inventory: Inventory, store: Store, ru
     """`gate runs abort`: stop what the dead run left running (the clean slate a resume
     or a new run starts from): first its load phases on the client host (their records
     stored), then the engines. Returns what the user should know."""
-    from harness.g3.arms import transport_action_runner
-    from harness.g3.plan import layouts
     from harness.remote.placement import load_executor, stop_left_phases
+    from harness.serving.arms import transport_action_runner
+    from harness.serving.cells import layouts
     from harness.transport import TransportPool
 
     config = loaded.config

@@ -1,4 +1,4 @@
-"""What code an engine runs, as flat facts the arms are compared on (harness/g3/identity.py).
+"""What code an engine runs, as flat facts the arms are compared on (harness/serving/identity.py).
 
 Why: argv, environment and the server's reported config say how an engine was started,
 not what runs. A baseline started in a directory whose copy of the engine's package

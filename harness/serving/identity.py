@@ -8,7 +8,7 @@ of the baseline against instance i of the accelerated arm. Every difference bloc
 unless a configured glob allows its key; a short list of session-noise variables is
 ignored. Facts are flat `prefix:name -> str`; secret values are hashed on the way in
 (harness.probes.redact), so facts and messages can be stored and shown. What code runs
-(`proc:`, `pkg:`, `model:`: harness/g3/running.py) and a declared proxy's own facts
+(`proc:`, `pkg:`, `model:`: harness/serving/running.py) and a declared proxy's own facts
 (`proxy:...`) are compared the same way; interpreter and preload variables
 (INTERPRETER_ENV: PYTHONPATH, LD_PRELOAD, ...) are never noise, and a difference in what
 code runs is named first.
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.config.knobs import CODE_PREFIXES, INTERPRETER_ENV, PROXY
-from harness.g3.problems import JSON
-from harness.g3.running import LIBS, libs_detail
 from harness.probes.prometheus import parse_metrics
 from harness.probes.redact import looks_secret, option_name, redact, redact_argv
+from harness.serving.problems import JSON
+from harness.serving.running import LIBS, libs_detail
 
 # Environment variables that say how a login or service instance was entered, not how the
 # engine runs; they differ between any two launches, so comparing them would block every

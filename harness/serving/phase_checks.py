@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 from harness.config.models import SiteConfig
 from harness.errors import EndpointError, InfrastructureError, MeasurementError
-from harness.g3.arms import Endpoint, wait_healthy
 from harness.loadgen.failures import explain
 from harness.loadgen.phase import PhaseOutcome
 from harness.loadgen.records import Endpoint as LoadEndpoint
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.storage import PhaseWriter
+from harness.serving.arms import Endpoint, wait_healthy
 
 
 def load_endpoints(eps: Sequence[Endpoint], model: str) -> list[LoadEndpoint]:

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from harness.config.inventory import Inventory
 from harness.config.models import SiteConfig
 from harness.errors import GateError, MeasurementError
-from harness.g3.arms import Endpoint, url_listener
-from harness.g3.identity import engine_facts, proxy_facts
-from harness.g3.running import ENGINE_PACKAGES, Running, running_facts
 from harness.probes.process import ProcessInfo, listeners, root_process
 from harness.probes.process_args import code_query, is_python, model_argument
 from harness.probes.process_code import read_code
+from harness.serving.arms import Endpoint, url_listener
+from harness.serving.identity import engine_facts, proxy_facts
+from harness.serving.running import ENGINE_PACKAGES, Running, running_facts
 from harness.transport import TransportPool
 
 # Processes that forward a port to an engine gate cannot see (a container's, a remote

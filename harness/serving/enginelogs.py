@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError
-from harness.g3.arms import EventSink
+from harness.serving.arms import EventSink
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.transport import TransportPool

@@ -15,7 +15,8 @@ REMEASURES = 2
 
 
 class GateRun(Protocol):
-    """What a G3 session uses of the running gate (harness.pytest_plugin.GateContext)."""
+    """What a serving session (G3's cells, G2's baseline) uses of the running gate
+    (harness.pytest_plugin.GateContext)."""
 
     @property
     def run_id(self) -> int: ...
