@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import harness.loadgen.workloads as workloads
@@ -36,8 +37,8 @@ def counted() -> Iterator[list[ServerTokenizer]]:
     made: list[ServerTokenizer] = []
 
     class Counted(ServerTokenizer):
-        def __init__(self, url: str, model: str | None, timeout: float = 60.0) -> None:
-            super().__init__(url, model, timeout)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:  # whatever doc_qa passes
+            super().__init__(*args, **kwargs)
             made.append(self)
 
     with mock.patch.object(workloads, "ServerTokenizer", Counted):

@@ -6,6 +6,7 @@ to healthy well under 1 s; at the demo's speed the r1 drop and gain stay near th
 profile's (0.75 / 0.355; gain inside 0.29..0.40).
 
 Run: .venv/bin/python benchmarks/sim.py [--quick] [--speeds 1,20,30,50]
+     [--starts 5] [--requests 4000] [--tiers 4,8,16] [--layouts TP8,TP4x2] [--doc-tokens N]
 """
 
 from __future__ import annotations
@@ -120,28 +121,46 @@ def cell(tmp: Path, profile: str, speed: float, tp: int, instances: int, c: int,
     return drop, gain, time.perf_counter() - t0
 
 
+LAYOUTS = {"TP8": (8, 1), "TP4x2": (4, 2)}  # label -> (tp, instances)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer requests and cells")
     ap.add_argument("--speeds", default="1,20,30,50")
     ap.add_argument("--profile", default="r1-qwen32b")
+    # the sizes below default to the real run's; the test suite runs tiny ones
+    ap.add_argument("--starts", type=int, default=5, help="start-ups timed (median)")
+    ap.add_argument("--requests", type=int, default=0,
+                    help="short completions per speed (default 4000, --quick 1000)")
+    ap.add_argument("--tiers", default="",
+                    help="concurrencies of the cells (default 4,8,16; 4 at speed < 5 or "
+                         "--quick)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="of " + ", ".join(LAYOUTS))
+    ap.add_argument("--doc-tokens", type=int, default=32064, help="a cell's prompt length")
     args = ap.parse_args()
+    requests = args.requests or (1000 if args.quick else 4000)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        print(f"start-up to healthy (median of 5): {startup(tmp):.3f} s")
+        print(f"start-up to healthy (median of {args.starts}): "
+              f"{startup(tmp, args.starts):.3f} s")
         for speed in (1e6, 250.0):
-            rate, cpr, failed = req_per_s(tmp, 1000 if args.quick else 4000, speed=speed)
+            rate, cpr, failed = req_per_s(tmp, requests, speed=speed)
             print(f"short streamed completions, c=64, 16 tokens, speed {speed:g}: "
                   f"{rate:.0f} req/s ({cpr:.1f} SSE events per request, {failed} failed)")
-        print(f"G3 cells ({args.profile}; model target drop 0.75, gain 0.355):")
+        print(f"G3 cells ({args.profile}, {args.doc_tokens} prompt tokens; "
+              "model target drop 0.75, gain 0.355):")
         print("speed  layout  c   drop   gain   wall")
         for speed in (float(s) for s in args.speeds.split(",")):
-            for tp, inst, label in ((8, 1, "TP8"), (4, 2, "TP4x2")):
-                cs = (4,) if speed < 5 or args.quick else (4, 8, 16)
+            for label in args.layouts.split(","):
+                tp, inst = LAYOUTS[label]
+                cs = tuple(int(c) for c in args.tiers.split(",")) if args.tiers \
+                    else (4,) if speed < 5 or args.quick else (4, 8, 16)
                 if speed < 5 and label != "TP8":
                     continue
                 for c in cs:
-                    drop, gain, wall = cell(tmp, args.profile, speed, tp, inst, c)
+                    drop, gain, wall = cell(tmp, args.profile, speed, tp, inst, c,
+                                            tokens=args.doc_tokens)
                     print(f"{speed:5g}  {label:6} {c:3} {drop:6.3f} {gain:6.3f} {wall:6.1f}s",
                           flush=True)
 

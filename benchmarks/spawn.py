@@ -60,6 +60,11 @@ def cycles(way: str, state: Path, spawner: Path | None, n: int) -> dict[str, lis
     return out
 
 
+def _sd(xs: list[float]) -> str:
+    """The spread of a figure; "  -  " for one cycle (the tests' tiny run), which has none."""
+    return f"{statistics.stdev(xs):.3f}" if len(xs) > 1 else "  -  "
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=10, help="start/restart/stop cycles each")
@@ -80,9 +85,8 @@ def main() -> None:
                 for action in ("start", "restart", "stop"):
                     a, b = plain[action], forked[action]
                     ma, mb = statistics.mean(a), statistics.mean(b)
-                    print(f"{way:4} {action:8} {ma:7.3f} ({statistics.stdev(a):.3f})   "
-                          f"{mb:7.3f} ({statistics.stdev(b):.3f})   {ma / mb:5.1f}x",
-                          flush=True)
+                    print(f"{way:4} {action:8} {ma:7.3f} ({_sd(a)})   "
+                          f"{mb:7.3f} ({_sd(b)})   {ma / mb:5.1f}x", flush=True)
         finally:
             stop_spawner(sock)
 

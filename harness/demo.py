@@ -1,9 +1,10 @@
 """`gate demo`: a whole campaign against a simulated lab on this machine.
 
 It writes a real site (gate.yaml, hosts.ini, a store) whose arms start and stop simulated
-engines (`python -m harness.sim.control`), runs the gates that exist in order (forcing
-past the ones not built yet, recorded as FORCED), renders the report and prints the
-verdicts. Everything it writes stays in the output directory for a look afterwards.
+engines (`python -m harness.sim.control`), runs G1, G2 and G3 in order, each after the
+one before passed (G4 has no suite yet and is passed over; none is forced), renders the
+report and prints the verdicts. Everything it writes stays in the output directory for a
+look afterwards.
 """
 
 from __future__ import annotations
@@ -331,8 +332,9 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
              overrides: tuple[str, ...], *,
              events: CampaignEvents, progress: Progress | None,
              say: Callable[[str], None]) -> DemoOutcome:
-    """Write the site, run the campaign against it (gates not built are passed over, the
-    later ones FORCED), render the report. The caller shows what happens."""
+    """Write the site, run the campaign against it (G1, G2, G3; a gate not built, G4, is
+    passed over and any gate after one would run FORCED), render the report. The caller
+    shows what happens."""
     from harness.campaign import run_campaign
     from harness.config.loader import load_config
     from harness.errors import GateError

@@ -302,7 +302,3 @@ class GatePlugin:
 
 _RECORDER = pytest.StashKey[CheckRecorder]()
 GATE_KEY = pytest.StashKey[GateContext]()  # a suite's conftest reads it at collection time
-
-
-def now() -> float:
-    return time.time()

@@ -52,10 +52,12 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
          overrides: tuple[str, ...]) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
-    Gates not built in this version are skipped and G3 runs FORCED (marked on the report);
-    every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
-    relative path in a value is relative to that file's directory). Exit code: G3's
-    verdict (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
+    Runs G1, G2 and G3 in order, each after the one before passed, and stops at the
+    first that does not PASS; G4 has no suite in this version and is shown "not run".
+    Every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
+    relative path in a value is relative to that file's directory). Exit code: the
+    verdict where the campaign stopped, G3's when G1 and G2 pass (0 PASS, 1 STOP-LOSS,
+    2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer, live_progress

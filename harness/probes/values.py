@@ -77,11 +77,3 @@ def json_int(value: object, *, what: str) -> int | None:
         except ValueError:
             raise ParseError(f"{what}: {stripped[:40]!r} is not a number", stage="parse") from None
     raise ParseError(f"{what}: {type(value).__name__} where a number belongs", stage="parse")
-
-
-def first_line_number(text_: str, needle: str) -> int | None:
-    """The 1-based line holding `needle`, for error messages."""
-    for n, line in enumerate(text_.splitlines(), 1):
-        if needle in line:
-            return n
-    return None

@@ -10,7 +10,7 @@ them; gate_sim_speed_factor says how much faster than modelled time that is.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -294,11 +294,6 @@ def build_registry(engine: Engine, ident: Identity) -> CollectorRegistry:
 
 def render(reg: CollectorRegistry) -> bytes:
     return generate_latest(reg)
-
-
-def family_names(text: Iterable[str]) -> list[str]:
-    """The metric family names in an exposition (for tests and docs)."""
-    return [line.split()[2] for line in text if line.startswith("# TYPE ")]
 
 
 def _le(bound: float) -> str:

@@ -158,17 +158,6 @@ def liveness(run: RunRow) -> str:
     return "alive" if alive else "gone"
 
 
-def acquire_lock(store: Store, campaign: int, run_id: int) -> None:
-    """Take the campaign's gate lock or refuse, naming the run that holds it."""
-    now = _now()
-    try:
-        with store.session() as s:
-            s.add(RunLockRow(campaign_id=campaign, run_id=run_id, pid=os.getpid(),
-                             hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
-    except IntegrityError:
-        _refuse(store, campaign)
-
-
 def lock_holder(store: Store, campaign: int) -> RunLockRow | None:
     with store.session() as s:
         return s.get(RunLockRow, campaign)
@@ -179,11 +168,6 @@ def heartbeat(store: Store, run_id: int) -> None:
     with store.session() as s:
         s.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=now))
         s.execute(update(RunLockRow).where(RunLockRow.run_id == run_id).values(heartbeat_at=now))
-
-
-def release_lock(store: Store, run_id: int) -> None:
-    with store.session() as s:
-        s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
 
 
 def finish_run(store: Store, run_id: int, *, verdict: str | None, reason: str,
