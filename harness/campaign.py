@@ -15,7 +15,7 @@ from harness.config.inventory import load_inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import PrerequisiteError, UsageError
 from harness.registry import GATES, GateSpec, before, gate_spec
-from harness.runner import Progress, RunOutcome, RunRequest, prepare, run_gate, suite_module
+from harness.runner import Progress, RunOutcome, RunRequest, prepare, run_gate, suite_hooks
 from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.schema import RunRow
@@ -198,7 +198,7 @@ def abort(store: Store, run_id: int, loaded: LoadedConfig | None, *, force: bool
     config at hand, the gate's suite first releases what the run left running (G3: both
     arms' stop actions, every engine the run started). Returns what the user should know."""
     run = store_runs.get_run(store, run_id)
-    release = getattr(suite_module(run.gate), "release", None) \
+    release = suite_hooks(run.gate).release \
         if run.gate and gate_spec(run.gate).built else None
     if run.status != "RUNNING" or release is None or loaded is None:
         store_runs.abort_run(store, run_id, force=force)
@@ -218,7 +218,7 @@ def needs_site_config(store: Store, run_id: int) -> bool:
     run = store_runs.get_run(store, run_id)
     if run.status != "RUNNING" or not run.gate or not gate_spec(run.gate).built:
         return False
-    return getattr(suite_module(run.gate), "release", None) is not None
+    return suite_hooks(run.gate).release is not None
 
 
 # -- sign-off ----------------------------------------------------------------------------

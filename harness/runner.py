@@ -35,6 +35,7 @@ from harness.pytest_plugin import GateContext, GatePlugin
 from harness.registry import GATES, GateSpec, gate_spec
 from harness.store import Store
 from harness.store import runs as store_runs
+from harness.suite_hooks import SuiteHooks
 from harness.verdict import SIGNOFF_REASON, Verdict, combine
 from harness.workflow.run_inputs import ARTIFACT_KIND as INPUTS_KIND
 from harness.workflow.run_inputs import MANIFEST as INPUTS_MANIFEST
@@ -99,11 +100,19 @@ def _built_gates() -> list[GateSpec]:
 
 
 def suite_module(gate: str) -> Any:
-    """The packaged suite's package. It declares the suite's plan (`expected_checks`),
-    which settings weaken its verdict (`weakened`) and, optionally, `validate(config,
-    inventory)` (what the gate needs from the config before it starts) and `release(...)`
-    (how to stop what a killed run left running); docs/gates.md."""
+    """The packaged suite's package (its files: `suite_functions`)."""
     return importlib.import_module(gate_spec(gate).package)
+
+
+def suite_hooks(gate: str) -> SuiteHooks:
+    """What the packaged suite answers generic code (harness/suite_hooks.py): its
+    package's HOOKS, which mypy holds to SuiteHooks; a package without them is a broken
+    install, not a gate with no plan."""
+    hooks = getattr(suite_module(gate), "HOOKS", None)
+    if not isinstance(hooks, SuiteHooks):
+        raise InfrastructureError(f"the {gate} suite ({gate_spec(gate).package}) exports no "
+                                  "HOOKS = SuiteHooks(...)", stage="plan")
+    return hooks
 
 
 def suite_digest(path: Path) -> str:
@@ -143,7 +152,7 @@ def check_site(gate: str, loaded: LoadedConfig, inventory_path: Path | None = No
     inventory = load_inventory(inventory_path or loaded.inventory_path)
     inventory.require_groups(gate_spec(gate).groups)
     if packaged_suite:
-        validate = getattr(suite_module(gate), "validate", None)
+        validate = suite_hooks(gate).validate
         if validate is not None:
             try:
                 validate(loaded.config, inventory)
@@ -161,11 +170,10 @@ def _check_optional(gate: str, loaded: LoadedConfig, inventory: Inventory) -> No
     from harness.config.optional import check_optional
 
     spec = gate_spec(gate)
-    declared = getattr(suite_module(gate), "expected_checks", None)
     entries = getattr(loaded.config.gates, spec.config_key).optional
-    if declared is None or not entries:
+    if not entries:
         return
-    check_optional(entries, list(declared(loaded.config, inventory)),
+    check_optional(entries, list(suite_hooks(gate).expected_checks(loaded.config, inventory)),
                    key=f"gates.{spec.config_key}.optional", file=str(loaded.path),
                    functions=suite_functions(gate))
 
@@ -200,12 +208,9 @@ class Plan:
 def gate_plan(req: RunRequest, inventory: Inventory) -> Plan:
     if req.suite_dir is not None:
         return Plan(None)
-    module = suite_module(req.gate)
-    declared = getattr(module, "expected_checks", None)
-    if declared is None:  # a packaged suite without a plan could never prove its PASS
-        raise InfrastructureError(f"the {req.gate} suite declares no plan", stage="plan")
-    weakened = getattr(module, "weakened", None)
-    return Plan(tuple(declared(req.loaded.config, inventory)),
+    hooks = suite_hooks(req.gate)
+    weakened = hooks.weakened
+    return Plan(tuple(hooks.expected_checks(req.loaded.config, inventory)),
                 tuple(weakened(req.loaded.config)) if weakened is not None else ())
 
 
@@ -263,7 +268,7 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
         _record_inputs(req, run_id, artifact_dir, p.inputs)
     optional = list(getattr(cfg.gates, gate_spec(req.gate).config_key).optional)
     if req.suite_dir is None:  # checks the suite itself declares skippable (G1: unverifiable)
-        declared = getattr(suite_module(req.gate), "optional_checks", None)
+        declared = suite_hooks(req.gate).optional_checks
         optional += declared(cfg, inventory) if declared is not None else []
     ctx = GateContext(gate=req.gate, run_id=run_id, store=req.store, loaded=req.loaded,
                       inventory=inventory, artifact_dir=artifact_dir, optional=tuple(optional),

@@ -2,10 +2,15 @@
 serving baseline of the baseline arm.
 
 The plan and the config checks live in harness.g2.plan, the engines' release after a
-killed run in harness.g2.serving_run (docs/gates.md lists the hooks).
+killed run in harness.g2.serving_run; HOOKS is what generic code may ask this suite
+(harness/suite_hooks.py, docs/gates.md).
 """
 
 from harness.g2.plan import expected_checks, validate, weakened
 from harness.g2.serving_run import release
+from harness.suite_hooks import SuiteHooks
 
-__all__ = ["expected_checks", "release", "validate", "weakened"]
+HOOKS = SuiteHooks(expected_checks=expected_checks, validate=validate, weakened=weakened,
+                   release=release)
+
+__all__ = ["HOOKS"]

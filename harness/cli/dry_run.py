@@ -1,5 +1,5 @@
-"""`gate run G3 --dry-run`: every phase G3 would run, with an estimated duration, and no
-host touched."""
+"""`gate run GATE --dry-run`: every phase the gate would run (its suite's dry_run hook),
+with an estimated duration, and no host touched."""
 
 from __future__ import annotations
 
@@ -19,38 +19,32 @@ def _hms(seconds: float) -> str:
 
 def print_plan(gate: str, config_path: str, overrides: tuple[str, ...] = (),
                inventory_path: str | None = None) -> int:
-    if gate != "G3":
-        raise UsageError(f"--dry-run is for G3 in this version, not {gate}")
     from pathlib import Path
 
     from rich.table import Table
 
     from harness.cli.common import stdout_console
-    from harness.g3.plan import dry_run
-    from harness.runner import check_site
-    from harness.serving.cells import cells, docs_for
+    from harness.runner import check_site, suite_hooks
 
+    plan = suite_hooks(gate).dry_run
+    if plan is None:
+        raise UsageError(f"--dry-run: {gate} has no phases to estimate in this version",
+                         hint="`gate run` without --dry-run, or `gate config validate`")
     loaded = open_config(config_path, overrides)
-    cfg = loaded.config
-    if cfg.arms is None or not cfg.layouts:
-        raise UsageError("G3 needs arms and layouts", file=str(loaded.path), key="arms")
     # A plan over hosts the inventory lacks would only fail at the real run: same checks.
     check_site(gate, loaded, Path(inventory_path) if inventory_path else None)
-    steps, total_min, total_max = dry_run(cfg)
-    table = Table(title=f"G3 plan for {cfg.campaign.name} (minimum repetitions)")
+    dry = plan(loaded.config)
+    table = Table(title=dry.title)
     for col in ("#", "cell", "rep", "arm", "step", "est."):
         table.add_column(col)
-    for i, s in enumerate(steps, 1):
+    for i, s in enumerate(dry.steps, 1):
         table.add_row(str(i), s.cell, str(s.repetition), s.arm, s.step, _hms(s.estimate_s))
     console = stdout_console()
     console.print(table)
     for override in loaded.overrides:
         click.echo(f"--set {override}")
-    reps = cfg.gates.g3.repetitions
-    for cell in cells(cfg):
-        n = docs_for(cell.tier, cfg.workload.docs_per_concurrency, cfg.workload.min_docs)
-        click.echo(f"{cell.key}: {n} documents of {cfg.workload.doc_tokens} tokens per phase, "
-                   f"{reps.min}..{reps.max} ABBA pairs")
-    click.echo(f"estimated: {_hms(total_min)} at {reps.min} pairs per cell, "
-               f"{_hms(total_max)} at {reps.max} (estimates from gates.g3.estimate)")
+    for note in dry.notes:
+        click.echo(note)
+    click.echo(f"estimated: {_hms(dry.total_min_s)} at {dry.at_min}, "
+               f"{_hms(dry.total_max_s)} at {dry.at_max} (estimates from {dry.basis})")
     return 0

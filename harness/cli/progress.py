@@ -86,7 +86,7 @@ def progress_line(d: dict[str, object], elapsed: float, in_phases: float | None 
     else:
         eta = f" · ETA {_clock(max(0.0, this - here) + (planned - phase_no) * per)}"
     return (f"{d['gate']} · {d['layout']} · c={d['tier']} · {d['arm']} · "
-            f"{'pair' if d['gate'] == 'G3' else 'rep'} {_int(d, 'repetition') + 1}"
+            f"{d.get('unit', 'rep')} {_int(d, 'repetition') + 1}"
             f"{' (added)' if d.get('added') else ''} · "
             f"{d['phase']}: {f'{done}/' if done else ''}{total} requests · "
             f"{_clock(elapsed)} elapsed{eta}")

@@ -4,20 +4,11 @@ steps each arm-repetition takes. Pure: no I/O, so `--dry-run` and tests share it
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from harness.config.models import G3, SiteConfig
 from harness.serving.cells import ARMS, Cell, cells, docs_for, layouts
-
-
-@dataclass(frozen=True)
-class Step:
-    cell: str
-    repetition: int
-    arm: str
-    step: str  # start, warm, restart, drop_caches, measured, stop
-    estimate_s: float
-
+from harness.suite_hooks import DryRun
+from harness.suite_hooks import DryRunStep as Step
 
 # The per-layout checks that run before anything is measured (gates/g3_main/test_g3.py).
 PREFLIGHT = ("test_arms_serve_the_same_model", "test_arms_match_the_declared_layout",
@@ -80,11 +71,14 @@ def estimate_steps(config: SiteConfig, cell: Cell, repetition: int) -> list[Step
     return steps
 
 
-def dry_run(config: SiteConfig) -> tuple[list[Step], float, float]:
-    """Every step at the minimum repetitions, and the totals at min and max."""
-    reps = config.gates.g3.repetitions
+def dry_run(config: SiteConfig) -> DryRun:
+    """Every step at the minimum repetitions, what each cell asks, and the totals at the
+    fewest and the most pairs."""
+    g3 = config.gates.g3
+    reps = g3.repetitions
     steps: list[Step] = []
     total_min = total_max = 0.0
+    notes = []
     for cell in cells(config):
         for rep in range(reps.max):
             rep_steps = estimate_steps(config, cell, rep)
@@ -93,7 +87,13 @@ def dry_run(config: SiteConfig) -> tuple[list[Step], float, float]:
             if rep < reps.min:
                 total_min += cost
                 steps += rep_steps
-    return steps, total_min, total_max
+        n = docs_for(cell.tier, config.workload.docs_per_concurrency, config.workload.min_docs)
+        notes.append(f"{cell.key}: {n} documents of {config.workload.doc_tokens} tokens per "
+                     f"phase, {reps.min}..{reps.max} ABBA pairs")
+    return DryRun(title=f"G3 plan for {config.campaign.name} (minimum repetitions)",
+                  steps=tuple(steps), notes=tuple(notes), total_min_s=total_min,
+                  total_max_s=total_max, at_min=f"{reps.min} pairs per cell",
+                  at_max=str(reps.max), basis="gates.g3.estimate")
 
 
 def validate(config: SiteConfig, inventory: object) -> None:

@@ -209,7 +209,7 @@ class G3Session:
                                      repetition=rep, phase=phase, total=len(specs),
                                      phase_no=self.phases_started,
                                      phases_planned=self._phases_planned() + self.phases_added,
-                                     added=added), sink)
+                                     added=added, unit="pair"), sink)
 
             warm = begin("warm")
             w = self.executor.run(spec, shown("warm", warm.sink), label=warm.label)

@@ -36,6 +36,7 @@ class Where:
     phase_no: int  # 1-based count of phases the gate has started
     phases_planned: int  # at the minimum repetitions, plus the pairs added so far
     added: bool = False  # a pair past the minimum: the cell's looks could not decide
+    unit: str = "rep"  # what the gate calls one repetition ("pair": an A/B gate's two arms)
 
 
 def _emit(where: Where, done: int, started: float) -> None:

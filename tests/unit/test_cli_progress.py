@@ -20,7 +20,7 @@ from harness.loadgen.records import RequestRecord
 from harness.progress_log import LOGGER, HostProbes, Timed
 
 PHASE = {"gate": "G3", "layout": "TP8", "tier": 16, "arm": "accelerated", "repetition": 1,
-         "phase": "measured", "total": 64, "phase_no": 4, "phases_planned": 12}
+         "phase": "measured", "total": 64, "phase_no": 4, "phases_planned": 12, "unit": "pair"}
 
 
 def test_a_phase_line_counts_requests_and_takes_its_eta_from_the_finished_share() -> None:
@@ -76,7 +76,7 @@ def test_in_a_log_a_line_per_phase_and_per_finished_step(out: io.StringIO) -> No
     live.console.file.close = lambda: None  # type: ignore[method-assign]  # read it after
     with live:
         where = Where(gate="G3", layout="TP8", tier=4, arm="baseline", repetition=0,
-                      phase="warm", total=8, phase_no=1, phases_planned=12)
+                      phase="warm", total=8, phase_no=1, phases_planned=12, unit="pair")
         on_batch = counted(where, None)
         on_batch([])  # requests finishing: no new line in a log
         probes = HostProbes("G1", 2)

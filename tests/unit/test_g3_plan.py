@@ -54,11 +54,13 @@ def test_both_arms_of_a_pair_share_documents_each_rep_gets_new_ones() -> None:
 
 
 def test_dry_run_lists_every_step_and_totals() -> None:
-    steps, low, high = dry_run(config())
-    assert len(steps) == 4 * 3 * 2 * 6  # cells x min reps x arms x steps
-    assert {s.step for s in steps} == {"start", "warm", "restart", "drop_caches", "measured",
-                                       "stop"}
-    assert 0 < low < high
+    plan = dry_run(config())
+    assert len(plan.steps) == 4 * 3 * 2 * 6  # cells x min reps x arms x steps
+    assert {s.step for s in plan.steps} == {"start", "warm", "restart", "drop_caches",
+                                            "measured", "stop"}
+    assert 0 < plan.total_min_s < plan.total_max_s
+    assert len(plan.notes) == 4
+    assert plan.notes[0] == "TP8-c4: 64 documents of 32000 tokens per phase, 3..5 ABBA pairs"
 
 
 def card(model: str = "Qwen/Qwen2.5-32B-Instruct", tp: int | None = 8,

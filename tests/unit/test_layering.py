@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # of the registry (report, runner, CLI) sits at or above it.
     ("libraries", ("harness.loadgen", "harness.transport", "harness.config", "harness.store",
                    "harness.stats", "harness.probes", "harness.ansible", "harness.secrets",
-                   "harness.registry", "harness.remote", "harness.bundle", "harness.plan")),
+                   "harness.registry", "harness.suite_hooks", "harness.remote",
+                   "harness.bundle", "harness.plan")),
     ("foundation", ("harness.errors", "harness.verdict", "harness.entry", "harness.liblog",
                     "harness.digests", "harness.labels", "harness.progress_log",
                     "harness.reasons", ROOT)),
@@ -47,7 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # that pulls Ansible; the store and the probes both sit on the transport and the config).
 LIBRARY_ROWS: tuple[tuple[str, ...], ...] = (
     ("harness.remote",),
-    ("harness.ansible", "harness.registry", "harness.loadgen"),
+    ("harness.ansible", "harness.registry", "harness.suite_hooks", "harness.loadgen"),
     ("harness.bundle", "harness.store", "harness.probes", "harness.plan", "harness.stats"),
     ("harness.transport",),
     ("harness.config", "harness.secrets"),

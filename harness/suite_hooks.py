@@ -1,0 +1,76 @@
+"""What generic code may ask a gate's packaged suite, typed: each suite package
+(`harness.gates.<suite>`) exports `HOOKS = SuiteHooks(...)`, and mypy holds every
+packaged suite to this shape (the runner, the campaign, the CLI and the demo call only
+these, never `if gate == "G3"`; docs/gates.md).
+
+Why a frozen dataclass of callables and not a Protocol over the module's names: a hook a
+suite leaves out is `None` here, visibly, where `getattr(module, "release", None)` made a
+misspelt name a silently missing hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
+from harness.config.models import SiteConfig
+from harness.store import Store
+
+
+@dataclass(frozen=True)
+class DryRunStep:
+    """One step a run would take, with its estimated duration."""
+
+    cell: str
+    repetition: int
+    arm: str
+    step: str  # start, warm, restart, drop_caches, measured, stop, soak, ...
+    estimate_s: float
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """`gate run GATE --dry-run`: the steps, lines that say what each cell asks, and the
+    total at the fewest and the most repetitions the config allows."""
+
+    title: str
+    steps: tuple[DryRunStep, ...]
+    notes: tuple[str, ...]
+    total_min_s: float
+    total_max_s: float
+    at_min: str  # what the fewest repetitions are ("2 pairs per cell")
+    at_max: str
+    basis: str  # where the estimates come from (a config key)
+
+
+class Release(Protocol):
+    """Stop what a killed run of this gate left running (engines, soaks); the lines say
+    what was done, for the user."""
+
+    def __call__(self, loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int,
+                 *, sudo_password: str | None) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class SuiteHooks:
+    """A packaged suite's answers. Only `expected_checks` is required: a suite without a
+    plan could never prove its PASS (harness/runner.py compares the plan with the stored
+    checks)."""
+
+    # the check ids a PASS needs, for this config and inventory
+    expected_checks: Callable[[SiteConfig, Inventory], list[str]]
+    # refuse (UsageError) a config this gate cannot run, before a run row exists
+    validate: Callable[[SiteConfig, Inventory], None] | None = None
+    # settings weaker than the defaults: a PASS then needs a reviewer's sign-off
+    weakened: Callable[[SiteConfig], list[str]] | None = None
+    # checks the suite itself may skip (G1: items nothing on the host can verify)
+    optional_checks: Callable[[SiteConfig, Inventory], list[str]] | None = None
+    # what `gate runs abort` stops after a killed run (None: nothing is left running)
+    release: Release | None = None
+    # `gate run GATE --dry-run` (None: the gate has no phases worth estimating)
+    dry_run: Callable[[SiteConfig], DryRun] | None = None
+    # `--set` overrides `gate demo` applies to this gate: a demo runs in minutes
+    demo_overrides: tuple[str, ...] = ()
