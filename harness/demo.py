@@ -2,9 +2,9 @@
 
 It writes a real site (gate.yaml, hosts.ini, a store) whose arms start and stop simulated
 engines (`python -m harness.sim.control`), runs G1, G2 and G3 in order, each after the
-one before passed (G4 has no suite yet and is passed over; none is forced), renders the
-report and prints the verdicts. Everything it writes stays in the output directory for a
-look afterwards.
+one before passed (G4's suite says it stays out of a demo: its soak cannot end in
+minutes; none is forced), renders the report and prints the verdicts. Everything it
+writes stays in the output directory for a look afterwards.
 """
 
 from __future__ import annotations
@@ -332,16 +332,18 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
              overrides: tuple[str, ...], *,
              events: CampaignEvents, progress: Progress | None,
              say: Callable[[str], None]) -> DemoOutcome:
-    """Write the site, run the campaign against it (G1, G2, G3; a gate not built, G4, is
-    passed over and any gate after one would run FORCED), render the report. The caller
-    shows what happens."""
+    """Write the site, run the campaign against it (every gate whose suite runs in a
+    demo: G1, G2, G3; G4's soak could not end in minutes; a gate not built is passed over
+    and any gate after one would run FORCED), render the report. The caller shows what
+    happens."""
     from harness.campaign import run_campaign
     from harness.config.loader import load_config
     from harness.errors import GateError
     from harness.registry import GATES
-    from harness.runner import RunRequest
+    from harness.runner import RunRequest, suite_hooks
     from harness.store import Store
 
+    gates = tuple(g for g in GATES if not g.built or suite_hooks(g.id).in_demo)
     site = write_site(out, scenario, speed)
     say(f"[bold]gate demo[/] ({scenario}) in {site.root}")
     loaded = load_config(site.config, overrides)
@@ -353,9 +355,9 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
     spawner = _start_spawner(site.root, say)
     try:
         with LoadWatch() as load:
-            steps = run_campaign(RunRequest(gate=GATES[0].id, loaded=loaded, store=store,
+            steps = run_campaign(RunRequest(gate=gates[0].id, loaded=loaded, store=store,
                                             artifact_root=site.root / "artifacts"),
-                                 GATES, skip_unbuilt=True, events=events, progress=progress)
+                                 gates, skip_unbuilt=True, events=events, progress=progress)
     finally:
         _stop_leftovers(site.root)
         site.ports.release()

@@ -180,4 +180,5 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g2.ttft_cv_high": {"value", "max"},
     "g2.throughput_cv_high": {"value", "max"},
     "g2.rep_saturated": {"rep", "detail"},
+    "g4.soak_not_built": set(),
 }.items()}

@@ -64,6 +64,9 @@ class SuiteHooks:
     expected_checks: Callable[[SiteConfig, Inventory], list[str]]
     # refuse (UsageError) a config this gate cannot run, before a run row exists
     validate: Callable[[SiteConfig, Inventory], None] | None = None
+    # why this config does not set the gate up at all (None: it does); `gate config
+    # validate` says so instead of refusing the config, since a site fills it in later
+    unconfigured: Callable[[SiteConfig], str | None] | None = None
     # settings weaker than the defaults: a PASS then needs a reviewer's sign-off
     weakened: Callable[[SiteConfig], list[str]] | None = None
     # checks the suite itself may skip (G1: items nothing on the host can verify)
@@ -72,5 +75,5 @@ class SuiteHooks:
     release: Release | None = None
     # `gate run GATE --dry-run` (None: the gate has no phases worth estimating)
     dry_run: Callable[[SiteConfig], DryRun] | None = None
-    # `--set` overrides `gate demo` applies to this gate: a demo runs in minutes
-    demo_overrides: tuple[str, ...] = ()
+    # whether `gate demo` runs this gate (False: it could not finish in a demo's minutes)
+    in_demo: bool = True

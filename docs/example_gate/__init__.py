@@ -1,14 +1,15 @@
 """An example gate suite (docs/gates.md): an arrival-style check of the GPU hosts.
 
-A packaged suite's package declares its plan to the runner; these are the hooks. The
-runner calls `expected_checks` and `weakened` for every packaged suite, `validate` and
-`release` when they exist.
+A packaged suite's package declares its plan to the runner through HOOKS, a
+SuiteHooks (harness/suite_hooks.py) that mypy checks: `expected_checks` always, the
+others where the suite gives them.
 """
 
 from __future__ import annotations
 
 from harness.config.inventory import Inventory
 from harness.config.models import SiteConfig
+from harness.suite_hooks import SuiteHooks
 
 OPTIONAL_DEMO = "test_gds_is_ready"
 
@@ -30,3 +31,6 @@ def weakened(config: SiteConfig) -> list[str]:
 def validate(config: SiteConfig, inventory: Inventory) -> None:
     """What the gate needs from the site before any host is touched (raise UsageError)."""
     inventory.require_groups(("gpu",))
+
+
+HOOKS = SuiteHooks(expected_checks=expected_checks, weakened=weakened, validate=validate)

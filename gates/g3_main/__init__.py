@@ -8,10 +8,11 @@ beside the cells and engines in harness.g3 and harness.serving.
 """
 
 from harness.g3.plan import dry_run, expected_checks, validate, weakened
+from harness.serving.cells import unserved
 from harness.serving.engines import release_engines
 from harness.suite_hooks import SuiteHooks
 
 HOOKS = SuiteHooks(expected_checks=expected_checks, validate=validate, weakened=weakened,
-                   release=release_engines, dry_run=dry_run)
+                   release=release_engines, dry_run=dry_run, unconfigured=unserved)
 
 __all__ = ["HOOKS"]

@@ -49,7 +49,7 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
     arms name: exit 0 when a run would start, else one line naming what to fix (exit 4)."""
     from harness.config.inventory import load_inventory
     from harness.registry import GATES
-    from harness.runner import check_site
+    from harness.runner import check_site, suite_hooks
 
     loaded = open_config(config_path, overrides)
     inventory = load_inventory(Path(inventory_path) if inventory_path
@@ -62,11 +62,10 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
         if not spec.built:
             click.echo(f"{spec.id}: not built in this version")
             continue
-        if spec.id == "G3" and (cfg.arms is None or not cfg.layouts):
-            click.echo("G3: not configured (no arms / layouts)")
-            continue
-        if spec.id == "G1" and not cfg.gates.g1.bom:
-            click.echo("G1: not configured (no gates.g1.bom; `gate run G1` will ask for it)")
+        unconfigured = suite_hooks(spec.id).unconfigured
+        why = unconfigured(cfg) if unconfigured is not None else None
+        if why is not None:
+            click.echo(f"{spec.id}: {why}")
             continue
         check_site(spec.id, loaded, Path(inventory_path) if inventory_path else None)
         named = sorted({i.host for la in cfg.layouts for i in la.instances}) \

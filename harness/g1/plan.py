@@ -118,3 +118,10 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
                              key=f"gates.g1.bom.{group}.gpu",
                              hint="e.g. gpu: {model: H100, count: 8}")
     host_plans(config, inventory)
+
+
+def unconfigured(config: SiteConfig) -> str | None:
+    """Why this config does not set G1 up yet, or None."""
+    if not config.gates.g1.bom:
+        return "not configured (no gates.g1.bom; `gate run G1` will ask for it)"
+    return None

@@ -46,3 +46,10 @@ def doc_seed(workload_seed: int, repetition: int) -> int:
     is generated and calibrated once: the arms never share a tier, so this cannot leak KV
     from one arm to the other."""
     return random.Random(f"{workload_seed}:{repetition}").randrange(2**31)
+
+
+def unserved(config: SiteConfig) -> str | None:
+    """Why a serving gate has nothing to drive in this config, or None."""
+    if config.arms is None or not config.layouts:
+        return "not configured (no arms / layouts)"
+    return None

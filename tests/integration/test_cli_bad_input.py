@@ -76,5 +76,5 @@ def test_newer_schema(gate_cli: GateRunner, site_dir: Path) -> None:
                                 "newer than this harness")
 
 
-def test_gate_without_a_suite_says_what_to_do(gate_cli: GateRunner) -> None:
-    assert_one_line_usage_error(gate_cli("run", "G4"), "no suite", "--force")
+def test_g4_on_a_site_without_arms_names_the_key(gate_cli: GateRunner) -> None:
+    assert_one_line_usage_error(gate_cli("run", "G4", "--force"), "arms: G4 needs `arms:`")

@@ -49,3 +49,28 @@ def test_order_and_lookup() -> None:
     assert gate_spec("g3").suite == "g3_main" and gate_spec("G3").built
     with pytest.raises(UsageError, match="'G7' is not a gate"):
         gate_spec("G7")
+
+
+def test_a_gate_whose_suite_this_install_lacks_is_refused_naming_the_built_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from harness import runner
+
+    missing = dataclasses.replace(gate_spec("G4"), suite="g9_not_shipped")
+    monkeypatch.setattr(runner, "gate_spec", lambda gate: missing)
+    with pytest.raises(UsageError, match="G4 has no suite in this version") as exc:
+        runner.suite_path("G4")
+    assert exc.value.hint is not None and "--force" in exc.value.hint
+
+
+def test_every_packaged_suite_exports_its_hooks() -> None:
+    """HOOKS is what generic code asks a suite (harness/suite_hooks.py); mypy holds its
+    shape, this holds that each shipped suite has one and that G4 stays out of a demo."""
+    from harness.runner import suite_hooks
+    from harness.suite_hooks import SuiteHooks
+
+    for spec in GATES:
+        assert spec.built, spec.id
+        assert isinstance(suite_hooks(spec.id), SuiteHooks)
+    assert suite_hooks("G4").in_demo is False and suite_hooks("G3").in_demo is True
