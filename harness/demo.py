@@ -315,17 +315,19 @@ class DemoOutcome:
     steps: list[CampaignStep]
     reports: list[Path]
     report_problem: str  # why no report was rendered, or ''
-    busy: str = ""  # busy_line() for G3's run, when the machine was too busy
+    busy: str = ""  # busy_line() for the run that did not PASS, when the machine was busy
 
     @property
     def exit_code(self) -> int:
         """The verdict where the campaign stopped: the first gate that did not PASS (a G1
-        STOP-LOSS ends the demo there), else G3's PASS."""
+        STOP-LOSS ends the demo there), else PASS once the demo's last gate ran (ERROR when
+        it never did)."""
         ran = [s.outcome for s in self.steps if s.outcome is not None]
         for outcome in ran:
             if outcome.exit_code != 0:
                 return outcome.exit_code
-        return 0 if any(s.gate.id == "G3" for s in self.steps if s.outcome) else 3
+        built = [s for s in self.steps if s.gate.built]
+        return 0 if built and built[-1].outcome is not None else 3
 
 
 def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
@@ -381,13 +383,14 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
 
 
 def _busy(store: Store, steps: list[CampaignStep], load: float) -> str:
-    """busy_line() for G3's run when it did not PASS (a PASS needs no excuse)."""
+    """busy_line() for the run where the campaign stopped short of PASS, when it measured
+    load phases (a PASS needs no excuse; a hardware check is not slowed by a busy
+    machine)."""
     from harness.store import runs as store_runs
     from harness.verdict import Verdict
 
     for step in steps:
-        if step.gate.id == "G3" and step.outcome is not None \
-                and step.outcome.verdict is not Verdict.PASS:
-            return busy_line(load, os.cpu_count() or 1,
-                             store_runs.measured_phase_health(store, step.outcome.run_id))
+        if step.outcome is not None and step.outcome.verdict is not Verdict.PASS:
+            health = store_runs.measured_phase_health(store, step.outcome.run_id)
+            return busy_line(load, os.cpu_count() or 1, health) if health else ""
     return ""

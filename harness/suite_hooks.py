@@ -10,10 +10,11 @@ misspelt name a silently missing hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from harness.config.decision import Deviation
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import SiteConfig
@@ -75,5 +76,11 @@ class SuiteHooks:
     release: Release | None = None
     # `gate run GATE --dry-run` (None: the gate has no phases worth estimating)
     dry_run: Callable[[SiteConfig], DryRun] | None = None
+    # the decision settings a stored run's config (its JSON) moved off their defaults,
+    # for `gate runs show` (None: the gate has no decision settings)
+    deviations: Callable[[Mapping[str, Any]], list[Deviation]] | None = None
+    # what `gate config validate` checks beyond `validate` and says after "ok" (G3: the
+    # layouts fit the BOM's GPUs; the layout hosts)
+    config_summary: Callable[[SiteConfig, Inventory], str] | None = None
     # whether `gate demo` runs this gate (False: it could not finish in a demo's minutes)
     in_demo: bool = True

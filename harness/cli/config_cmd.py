@@ -12,8 +12,7 @@ from harness.cli.common import config_option, emit_json, inventory_option, json_
 from harness.cli.context import open_config
 
 if TYPE_CHECKING:
-    from harness.config.inventory import Inventory
-    from harness.config.loader import LoadedConfig
+    pass
 
 
 @click.group("config")
@@ -48,6 +47,7 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
     """The config, the inventory, every group a gate needs and every host the layouts and
     arms name: exit 0 when a run would start, else one line naming what to fix (exit 4)."""
     from harness.config.inventory import load_inventory
+    from harness.errors import UsageError
     from harness.registry import GATES
     from harness.runner import check_site, suite_hooks
 
@@ -68,27 +68,11 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
             click.echo(f"{spec.id}: {why}")
             continue
         check_site(spec.id, loaded, Path(inventory_path) if inventory_path else None)
-        named = sorted({i.host for la in cfg.layouts for i in la.instances}) \
-            if spec.id == "G3" else []
-        if spec.id == "G3":
-            _layouts_fit_the_bom(loaded, inventory)
-        click.echo(f"{spec.id}: ok" + (f" (layout hosts {', '.join(named)})" if named else ""))
-
-
-def _layouts_fit_the_bom(loaded: LoadedConfig, inventory: Inventory) -> None:
-    """A layout needing more GPUs on a host than its group's BOM orders cannot run as
-    declared (exit 4 naming it); G3's layout check holds it against G1's count too. A
-    host whose group orders no GPU is left to that check."""
-    from harness.config.bom import declared_gpus
-    from harness.errors import ConfigError
-    from harness.serving.layout_fit import HostGpus, misfits
-
-    cfg = loaded.config
-    ordered = {name: HostGpus(name, found[1], bom_group=found[0])
-               for name, spec in inventory.hosts.items()
-               if (found := declared_gpus(cfg.gates.g1, spec.groups)) is not None}
-    for i, layout in enumerate(cfg.layouts):
-        bad = [m for m in misfits(layout, ordered) if m.found is not None]
-        if bad:
-            raise ConfigError(bad[0].text(), file=str(loaded.path), key=f"layouts[{i}]",
-                              hint="fewer instances or a smaller tp, or the BOM's GPU count")
+        summary = suite_hooks(spec.id).config_summary
+        try:
+            said = summary(cfg, inventory) if summary is not None else ""
+        except UsageError as exc:
+            if exc.file is None:
+                exc.file = str(loaded.path)  # what it names is the config's
+            raise
+        click.echo(f"{spec.id}: ok" + (f" ({said})" if said else ""))

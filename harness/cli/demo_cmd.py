@@ -53,7 +53,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     """Run the campaign against a simulated lab on this machine and render the report.
 
     Runs G1, G2 and G3 in order, each after the one before passed, and stops at the
-    first that does not PASS; G4 has no suite in this version and is shown "not run".
+    first that does not PASS; G4 stays out of the demo (its soak cannot end in minutes)
+    and is shown "not run".
     Every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
     relative path in a value is relative to that file's directory). Exit code: the
     verdict where the campaign stopped, G3's when G1 and G2 pass (0 PASS, 1 STOP-LOSS,

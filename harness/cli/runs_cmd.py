@@ -57,8 +57,9 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> None:
     """One run: its row, checks, sign-offs, and the decision settings that differ from
     the defaults."""
-    from harness.config.decision import deviations
     from harness.labels import check_label
+    from harness.registry import gate_spec
+    from harness.runner import suite_hooks
     from harness.store import runs as store_runs
 
     store = open_store(db_url, existing=True)
@@ -75,8 +76,10 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
                       "os_user": s.os_user, "hostname": s.hostname}
                      for s in store_runs.signoffs(store, run_id)]
     row = store_runs.get_run(store, run_id)
-    d["settings"] = [vars(x) for x in deviations(row.config_json or {})] \
-        if row.gate == "G3" else []
+    judge = suite_hooks(row.gate).deviations if row.gate and gate_spec(row.gate).built \
+        else None
+    settings = judge(row.config_json or {}) if judge is not None else []
+    d["settings"] = [vars(x) for x in settings]
     if as_json:
         emit_json({**times(d, "started_at", "finished_at"),
                    "checks": [{**c, "expected": number(c["expected"]),
@@ -90,7 +93,7 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
               + (f" ({shown_marks})" if shown_marks else "")
               + (f" - {d['reason']}" if d["reason"] else ""), highlight=False, markup=False)
     out.print(f"  uid {d['uid']}", highlight=False, markup=False)
-    for x in deviations(row.config_json or {}) if row.gate == "G3" else []:
+    for x in settings:
         out.print(f"  decision setting {x.line()}: {x.why}", highlight=False, markup=False)
     if d["process"] == "gone":
         out.print(f"  its process is gone: {gone_hint(run_id)}", highlight=False,

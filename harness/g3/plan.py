@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from harness.config.inventory import Inventory
 from harness.config.models import G3, SiteConfig
 from harness.serving.cells import ARMS, Cell, cells, docs_for, layouts
 from harness.suite_hooks import DryRun
@@ -96,12 +97,11 @@ def dry_run(config: SiteConfig) -> DryRun:
                   at_max=str(reps.max), basis="gates.g3.estimate")
 
 
-def validate(config: SiteConfig, inventory: object) -> None:
+def validate(config: SiteConfig, inventory: Inventory) -> None:
     """What G3 needs from the config, checked before anything starts (exit 4)."""
-    from harness.config.inventory import Inventory
     from harness.errors import UsageError
 
-    assert isinstance(inventory, Inventory)
+    assert isinstance(inventory, Inventory)  # a caller mypy cannot see: a harness bug
     if config.arms is None:
         raise UsageError("G3 needs `arms:` with baseline and accelerated", key="arms")
     if not config.layouts:
@@ -152,3 +152,23 @@ def validate(config: SiteConfig, inventory: object) -> None:
 def _declared(config: SiteConfig, layout: str) -> bool:
     assert config.arms is not None
     return all(layout in getattr(config.arms, a).endpoints for a in ARMS)
+
+
+def config_summary(config: SiteConfig, inventory: Inventory) -> str:
+    """`gate config validate`: every layout fits the GPUs its hosts' BOM group orders
+    (exit 4 naming it; G3's layout check holds it against G1's count too, and a host
+    whose group orders no GPU is left to that check); says the layout hosts."""
+    from harness.config.bom import declared_gpus
+    from harness.errors import ConfigError
+    from harness.serving.layout_fit import HostGpus, misfits
+
+    ordered = {name: HostGpus(name, found[1], bom_group=found[0])
+               for name, spec in inventory.hosts.items()
+               if (found := declared_gpus(config.gates.g1, spec.groups)) is not None}
+    for i, layout in enumerate(config.layouts):
+        bad = [m for m in misfits(layout, ordered) if m.found is not None]
+        if bad:
+            raise ConfigError(bad[0].text(), key=f"layouts[{i}]",
+                              hint="fewer instances or a smaller tp, or the BOM's GPU count")
+    hosts = sorted({i.host for layout in config.layouts for i in layout.instances})
+    return f"layout hosts {', '.join(hosts)}" if hosts else ""
