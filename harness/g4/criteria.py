@@ -1,0 +1,185 @@
+"""G4's criteria over a soak's windows: each says PASS, STOP-LOSS (measured and missed,
+naming the window or the drift) or INCONCLUSIVE (too little to judge). Pure.
+
+The one a vendor's stack can fake most easily is that the accelerator kept doing the work:
+an engine that fell back to recompute at hour 20 still answers every request. So every
+window must show the engine's external-tier hits *and* the accelerator's devices reading
+in proportion to them (G3's 50 % rule: device bytes >= min_device_share x hit tokens x
+KV bytes per token), and both must stay at least `min_engaged_share` of the first
+hour's; a window without that evidence is not engaged, and a soak that never engaged or
+fell back is STOP-LOSS, never PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.g4.trend import Drift, drift
+from harness.g4.windows import Window
+from harness.reasons import Reason
+from harness.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Defaults a reviewer would sign (the soak's config section maps onto these)."""
+
+    max_error_rate: float = 0.01  # per window
+    max_ttft_drift_per_24h: float = 0.10  # upper bound of the TTFT p50 slope's interval
+    max_throughput_drift_per_24h: float = 0.10  # the throughput slope's lower bound, negated
+    max_memory_growth_per_24h: float = 0.02  # engine RSS, upper bound
+    max_restarts: int = 0
+    min_engaged_share: float = 0.5  # of the first hour's hits and device reads, per window
+    min_device_share: float = 0.5  # device bytes / KV bytes the hits stand for (G3's rule)
+    baseline_h: float = 1.0  # the first hour: the level drifts are shares of
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Judgement:
+    criterion: str  # error_rate, ttft_drift, throughput_drift, memory_growth, restarts,
+    verdict: Verdict  # engaged
+    reason: Reason
+    text: str  # the same in English
+    window: int | None = None  # the first window that missed, where one did
+
+
+# A drift criterion's words (reason.criterion.* in the catalogues say the same).
+DRIFT_WORDS = {"ttft_drift": "TTFT p50 drift", "throughput_drift": "throughput drift",
+               "memory_growth": "engine memory growth"}
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def error_rate(windows: Sequence[Window], c: Criteria) -> Judgement:
+    for w in windows:
+        if w.requests and w.error_rate > c.max_error_rate:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(w.errors.items()))
+            return Judgement("error_rate", Verdict.STOP_LOSS, Reason(
+                "g4.error_rate", {"window": w.index, "share": _pct(w.error_rate),
+                                  "max": _pct(c.max_error_rate), "kinds": kinds}),
+                f"window {w.index}: {_pct(w.error_rate)} of requests failed "
+                f"(> {_pct(c.max_error_rate)}: {kinds})", w.index)
+    return Judgement("error_rate", Verdict.PASS, Reason(
+        "g4.error_rate_ok", {"max": _pct(c.max_error_rate)}),
+        f"every window at most {_pct(c.max_error_rate)} failed")
+
+
+def _drift(name: str, d: Drift | None, limit: float, worse: float) -> Judgement:
+    """`worse`: the interval's end that counts (hi for growth, -lo for a fall)."""
+    words = DRIFT_WORDS[name]
+    if d is None:
+        return Judgement(name, Verdict.INCONCLUSIVE, Reason("g4.too_few_windows",
+                                                            {"criterion": name}),
+                         f"{words}: too few windows after the first hour to fit a trend")
+    said = {"criterion": name, "value": _pct(d.per_24h), "lo": _pct(d.lo), "hi": _pct(d.hi),
+            "max": _pct(limit)}
+    if worse > limit:
+        return Judgement(name, Verdict.STOP_LOSS, Reason("g4.drift", said),
+                         f"{words}: {_pct(d.per_24h)} per 24 h [{_pct(d.lo)}, {_pct(d.hi)}] "
+                         f"of the first hour's level, beyond {_pct(limit)}")
+    return Judgement(name, Verdict.PASS, Reason("g4.drift_ok", said),
+                     f"{words}: {_pct(d.per_24h)} per 24 h [{_pct(d.lo)}, {_pct(d.hi)}], "
+                     f"within {_pct(limit)}")
+
+
+def drifts(windows: Sequence[Window], c: Criteria) -> list[Judgement]:
+    hours = [w.mid_h for w in windows]
+
+    def fit(values: list[float | None]) -> Drift | None:
+        return drift(hours, values, baseline_h=c.baseline_h, confidence=c.confidence)
+
+    ttft = fit([w.ttft_p50_s for w in windows])
+    thr = fit([w.throughput_tps if w.requests else None for w in windows])
+    rss = fit([w.evidence.engine_rss_bytes for w in windows])
+    return [
+        _drift("ttft_drift", ttft, c.max_ttft_drift_per_24h, ttft.hi if ttft else 0.0),
+        _drift("throughput_drift", thr, c.max_throughput_drift_per_24h,
+               -thr.lo if thr else 0.0),
+        _drift("memory_growth", rss, c.max_memory_growth_per_24h, rss.hi if rss else 0.0),
+    ]
+
+
+def restarts(windows: Sequence[Window], c: Criteria) -> Judgement:
+    seen = 0
+    for w in windows:
+        seen += w.evidence.engine_restarts
+        if seen > c.max_restarts:
+            return Judgement("restarts", Verdict.STOP_LOSS, Reason(
+                "g4.restarts", {"window": w.index, "n": seen, "max": c.max_restarts}),
+                f"window {w.index}: the engine restarted ({seen} > {c.max_restarts})",
+                w.index)
+    return Judgement("restarts", Verdict.PASS, Reason("g4.restarts_ok", {"n": seen}),
+                     f"{seen} engine restarts")
+
+
+def engaged(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float) -> Judgement:
+    """Every window: external-tier hits, device reads >= min_device_share of the KV they
+    stand for, and both >= min_engaged_share of the first hour's mean per window."""
+    first = [w for w in windows if w.mid_h < c.baseline_h]
+    hits0 = [w.evidence.external_hit_tokens or 0.0 for w in first]
+    reads0 = [w.evidence.device_read_bytes or 0.0 for w in first]
+    level_hits = sum(hits0) / len(hits0) if hits0 else 0.0
+    level_reads = sum(reads0) / len(reads0) if reads0 else 0.0
+    for w in windows:
+        why = _not_engaged(w, c, kv_bytes_per_token, level_hits, level_reads)
+        if why is not None:
+            return Judgement("engaged", Verdict.STOP_LOSS, why,
+                             _ENGAGED_TEXT[why.code].format(**why.params), w.index)
+    return Judgement("engaged", Verdict.PASS, Reason("g4.engaged", {"n": len(windows)}),
+                     f"the accelerator engaged in all {len(windows)} windows")
+
+
+# What each g4.not_engaged_* code says (reports/i18n/en.yaml holds the same words).
+_NOT = "accelerator not engaged in window {window}: "
+_ENGAGED_TEXT = {
+    "g4.not_engaged_unsampled": _NOT + "its external-tier hits or device reads were not "
+                                       "sampled",
+    "g4.not_engaged_no_hits": _NOT + "no external-tier hits",
+    "g4.not_engaged_device_share": _NOT + "the devices read {read} GB, {share} of the {kv} GB "
+                                          "its hits stand for (< {min})",
+    "g4.not_engaged_hits_below": _NOT + "external-tier hits {hits} tokens, below {min} of "
+                                        "the first hour's {level} per window",
+    "g4.not_engaged_reads_below": _NOT + "device reads {read} GB, below {min} of the first "
+                                         "hour's {level} GB per window",
+}
+
+
+def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: float,
+                 level_reads: float) -> Reason | None:
+    """Why window `w` shows no accelerator at work, or None when it does."""
+    ev = w.evidence
+    at = {"window": w.index}
+    if ev.external_hit_tokens is None or ev.device_read_bytes is None:
+        return Reason("g4.not_engaged_unsampled", at)
+    if ev.external_hit_tokens <= 0:
+        return Reason("g4.not_engaged_no_hits", at)
+    kv = ev.external_hit_tokens * kv_bytes_per_token
+    if ev.device_read_bytes < c.min_device_share * kv:
+        return Reason("g4.not_engaged_device_share", {
+            **at, "read": f"{ev.device_read_bytes / 1e9:.2f}",
+            "share": f"{ev.device_read_bytes / kv:.0%}", "kv": f"{kv / 1e9:.2f}",
+            "min": f"{c.min_device_share:.0%}"})
+    if ev.external_hit_tokens < c.min_engaged_share * level_hits:
+        return Reason("g4.not_engaged_hits_below", {
+            **at, "hits": f"{ev.external_hit_tokens:.0f}", "min": f"{c.min_engaged_share:.0%}",
+            "level": f"{level_hits:.0f}"})
+    if ev.device_read_bytes < c.min_engaged_share * level_reads:
+        return Reason("g4.not_engaged_reads_below", {
+            **at, "read": f"{ev.device_read_bytes / 1e9:.2f}",
+            "min": f"{c.min_engaged_share:.0%}", "level": f"{level_reads / 1e9:.2f}"})
+    return None
+
+
+def judge(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float
+          ) -> list[Judgement]:
+    """Every criterion over the windows so far (a running soak is judged as it goes: a
+    hard miss stops it early)."""
+    if not windows:
+        return [Judgement("windows", Verdict.ERROR, Reason("g4.no_windows"),
+                          "no window was measured")]
+    return [error_rate(windows, c), *drifts(windows, c), restarts(windows, c),
+            engaged(windows, c, kv_bytes_per_token)]
