@@ -78,7 +78,7 @@ class G3Session:
     started: float = field(default_factory=time.monotonic)
     workloads: dict[int, Workload] = field(default_factory=dict)  # repetition -> documents
     phases_started: int = 0  # for progress: how far the gate is
-    phases_added: int = 0  # in pairs past the minimum (a cell undecided): 4 a pair
+    phases_added: int = 0  # pairs past the minimum (a cell undecided) or measured again: 4 each
     pairs_added: set[tuple[str, int, int]] = field(default_factory=set)
     # Where load phases run: here, or the agent on the client host (remote.placement).
     executor: Executor = field(default_factory=InProcessExecutor)
@@ -322,6 +322,7 @@ class G3Session:
                 return pair
             writer.supersede_pair(self.gate.store, self.gate.run_id, cell.layout.name,
                                   cell.tier, rep)
+            self.phases_added += 4  # measured again: the ETA counts its phases too
             store_runs.add_event(self.gate.store, self.gate.run_id, source="harness",
                                  name=f"{cell.key} repetition {rep + 1} measured again",
                                  host=None, status="changed",
