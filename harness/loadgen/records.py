@@ -31,8 +31,11 @@ class Endpoint:
 
 
 def base_url(url: str) -> str:
-    """http://h:p/ and http://h:p/v1 -> http://h:p (the OpenAI routes are added per call)."""
+    """http://h:p/ and http://h:p/v1 -> http://h:p (the OpenAI routes are added per call);
+    h:p without a scheme is http://h:p, as curl takes it."""
     url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
     if url.endswith("/v1"):
         url = url[:-3]
     return url
