@@ -11,7 +11,8 @@ nested `Reason` (said in the reader's language too). `parts` fill `{parts}`: a l
 reasons joined with the catalogue's separator ("; " / "；"). Parameters named `arm` and
 `criterion` are words the report translates (`arm.<value>`, `reason.criterion.<value>`).
 Names and numbers with no words around them (a package and its version) are `text`;
-`listed` and `comma` join reasons as the harness joins its words ("; ", ", ").
+`listed` and `comma` join reasons as the harness joins its words ("; ", ", "), and
+`per_arm` says an arm-by-arm value ("baseline 8; accelerated 8").
 
 `CODES` lists every code with its placeholders: a unit test holds every catalogue to it.
 """
@@ -65,6 +66,21 @@ def comma(items: Sequence[Param]) -> Reason:
     return Reason("comma", {"first": first, "rest": comma(items[1:])})
 
 
+def per_arm(values: Mapping[str, object]) -> Reason:
+    """An arm-by-arm value (`{'baseline': [8], 'accelerated': [8, 4]}`) in words:
+    "baseline 8; accelerated 8, 4", each arm's name said in the reader's language and its
+    values already formatted ("-" for none, "?" for an unknown one)."""
+    def shown(value: object) -> str:
+        if isinstance(value, list | tuple | set | frozenset):
+            return ", ".join("?" if x is None else str(x) for x in value) or "-"
+        return "?" if value is None else str(value)
+
+    if not values:
+        return text("-")
+    return listed([Reason("arm_value", {"arm": str(arm), "value": shown(v)})
+                   for arm, v in values.items()])
+
+
 def from_json(value: object) -> Reason | None:
     """The stored form back as a Reason; None for anything that is not one (old runs)."""
     if not isinstance(value, Mapping) or not isinstance(value.get("code"), str):
@@ -95,6 +111,7 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "text": {"text"},
     "list": {"parts"},  # parts joined with the separator (listed)
     "comma": {"first", "rest"},  # "a, b" (comma)
+    "arm_value": {"arm", "value"},  # one arm's value (per_arm)
     "stage": {"stage", "reason"},  # a MeasurementError's "stage X: ..." prefix
     "check": {"check", "host", "message"},  # one check in a run's reason (harness.runner)
     # harness.stats.decision: a cell's decision
@@ -164,6 +181,25 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g3.cell_expected": {"drop", "gain", "top", "confidence"},
     "g3.cell_measured": {"drop", "drop_lo", "drop_hi", "gain", "gain_lo", "gain_hi",
                          "pairs"},
+    "g3.same_model_expected": {"model"},
+    "g3.layout_expected": {"tp", "n"},
+    "g3.differ_expected": {"allowed"},
+    "g3.nothing": set(),
+    "g3.exposes_expected": set(),
+    "g3.present": set(),
+    "g3.absent": set(),
+    "g3.absent_storage_ok": set(),
+    "g3.arms_differ": {"parts", "more"},
+    "g3.and_more": {"n"},
+    "g3.difference": {"instance", "key", "baseline", "accelerated", "detail"},
+    "g3.instance_prefix": {"n"},
+    "g3.difference_detail": {"detail"},
+    "g3.libs_only": {"arm", "names", "more"},
+    "g3.more_files": {"n"},
+    "g3.arms_unverified": {"instances"},
+    "g3.arms_equal": {"allowed", "ignored"},
+    "g3.but_for_allowed": {"keys"},
+    "g3.noise_ignored": {"n"},
     # G1 / G2 checks
     "g1.missed": {"host", "item", "expected", "found", "parts"},
     "g1.gpu_link_expected": set(),
@@ -262,4 +298,5 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g2.gdsio_compat": set(),
     "g2.gdsio_on": {"measured", "where"},
     "g4.soak_not_built": set(),
+    "g4.soak_expected": set(),
 }.items()}
