@@ -10,13 +10,16 @@ A parameter is a plain value (numbers already formatted as shown: "0.275", "2%")
 nested `Reason` (said in the reader's language too). `parts` fill `{parts}`: a list of
 reasons joined with the catalogue's separator ("; " / "；"). Parameters named `arm` and
 `criterion` are words the report translates (`arm.<value>`, `reason.criterion.<value>`).
+Names and numbers with no words around them (a package and its version) are `text`;
+`listed` and `comma` join reasons as the harness joins its words ("; ", ", "), and
+`per_arm` says an arm-by-arm value ("baseline 8; accelerated 8").
 
 `CODES` lists every code with its placeholders: a unit test holds every catalogue to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -44,6 +47,38 @@ def text(value: str) -> Reason:
     """Words that have no code (a server's own message, an older check's text): shown as
     they are in every language."""
     return Reason("text", {"text": value})
+
+
+def listed(parts: Sequence[Reason | str]) -> Reason:
+    """Parts joined with the reader's separator ("; " / "；"); a str part is said as
+    written."""
+    return Reason("list", parts=tuple(p if isinstance(p, Reason) else text(p) for p in parts))
+
+
+def comma(items: Sequence[Param]) -> Reason:
+    """Items joined with the reader's comma (", " / "，"): "a, b, c" as nested reasons, for
+    the lists the harness writes with ", " (`reason.sep` is "; ")."""
+    if not items:
+        return text("")
+    first = items[0]
+    if len(items) == 1:
+        return first if isinstance(first, Reason) else text(str(first))
+    return Reason("comma", {"first": first, "rest": comma(items[1:])})
+
+
+def per_arm(values: Mapping[str, object]) -> Reason:
+    """An arm-by-arm value (`{'baseline': [8], 'accelerated': [8, 4]}`) in words:
+    "baseline 8; accelerated 8, 4", each arm's name said in the reader's language and its
+    values already formatted ("-" for none, "?" for an unknown one)."""
+    def shown(value: object) -> str:
+        if isinstance(value, list | tuple | set | frozenset):
+            return ", ".join("?" if x is None else str(x) for x in value) or "-"
+        return "?" if value is None else str(value)
+
+    if not values:
+        return text("-")
+    return listed([Reason("arm_value", {"arm": str(arm), "value": shown(v)})
+                   for arm, v in values.items()])
 
 
 def from_json(value: object) -> Reason | None:
@@ -74,6 +109,9 @@ def from_json(value: object) -> Reason | None:
 # have exactly these (tests/unit/test_reasons.py).
 CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "text": {"text"},
+    "list": {"parts"},  # parts joined with the separator (listed)
+    "comma": {"first", "rest"},  # "a, b" (comma)
+    "arm_value": {"arm", "value"},  # one arm's value (per_arm)
     "stage": {"stage", "reason"},  # a MeasurementError's "stage X: ..." prefix
     "check": {"check", "host", "message"},  # one check in a run's reason (harness.runner)
     # harness.stats.decision: a cell's decision
@@ -143,6 +181,25 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g3.cell_expected": {"drop", "gain", "top", "confidence"},
     "g3.cell_measured": {"drop", "drop_lo", "drop_hi", "gain", "gain_lo", "gain_hi",
                          "pairs"},
+    "g3.same_model_expected": {"model"},
+    "g3.layout_expected": {"tp", "n"},
+    "g3.differ_expected": {"allowed"},
+    "g3.nothing": set(),
+    "g3.exposes_expected": set(),
+    "g3.present": set(),
+    "g3.absent": set(),
+    "g3.absent_storage_ok": set(),
+    "g3.arms_differ": {"parts", "more"},
+    "g3.and_more": {"n"},
+    "g3.difference": {"instance", "key", "baseline", "accelerated", "detail"},
+    "g3.instance_prefix": {"n"},
+    "g3.difference_detail": {"detail"},
+    "g3.libs_only": {"arm", "names", "more"},
+    "g3.more_files": {"n"},
+    "g3.arms_unverified": {"instances"},
+    "g3.arms_equal": {"allowed", "ignored"},
+    "g3.but_for_allowed": {"keys"},
+    "g3.noise_ignored": {"n"},
     # G1 / G2 checks
     "g1.missed": {"host", "item", "expected", "found", "parts"},
     "g1.gpu_link_expected": set(),
@@ -156,6 +213,55 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g1.as_ordered": {"item"},
     "g1.not_checkable": {"why"},
     "g1.gpu_link_narrow": {"gpu", "width", "max"},
+    "g1.gpu_expected": {"count", "model", "driver", "cuda"},
+    "g1.min_driver": {"version"},
+    "g1.min_cuda": {"version"},
+    "g1.gpu_found": {"count", "models", "driver", "cuda", "attached"},
+    "g1.gpu_attached": {"n"},
+    "g1.nvme_expected": {"count", "model", "capacity", "firmware"},
+    "g1.min_gb": {"gb"},
+    "g1.firmware": {"firmware"},
+    "g1.nvme_drive": {"device", "model", "gb", "firmware"},
+    "g1.no_nvme": set(),
+    "g1.nic_expected": {"count", "model", "rate", "firmware"},
+    "g1.min_rate": {"rate"},
+    "g1.hca": {"name", "model", "firmware", "rates"},
+    "g1.no_hca": set(),
+    "g1.interface": {"iface", "device", "unnamed", "firmware", "speed"},
+    "g1.driver_only": set(),
+    "g1.link_down": set(),
+    "g1.no_interface": set(),
+    "g1.gds_found": {"version", "supporting", "gpus", "supported"},
+    "g1.none": set(),
+    "g1.volume_expected": {"nqn", "transport", "paths", "size"},
+    "g1.volume_min_gb": {"gb"},
+    "g1.volume_not_connected": {"subsystems"},
+    "g1.volume_found": {"subsystem", "paths", "namespaces"},
+    "g1.volume_namespaces": {"n", "gb"},
+    "g1.os_expected": {"os"},
+    "g1.kernel_expected": {"kernel"},
+    "g1.any_os": set(),
+    "g1.os_found": {"os", "kernel"},
+    "g1.weights_expected": {"files", "gb"},
+    "g1.weights_found": {"present", "files", "matching"},
+    "g1.ecc_gpu": {"gpu", "ecc", "unc", "retired"},
+    "g1.ecc_on": set(),
+    "g1.ecc_off": set(),
+    "g1.no_gpu": set(),
+    "g1.pcie_found": {"checked", "narrow", "vfs"},
+    "g1.smart_drive": {"drive", "warn", "media", "used"},
+    "g1.no_drive": set(),
+    "g1.ib_ports_found": {"active", "total"},
+    "g1.xid_journal": {"xids", "lines", "partial"},
+    "g1.xid_partial": set(),
+    "g1.xid_journal_unread": {"error"},
+    "g1.xid_dmesg": {"xids"},
+    "g1.xid_dmesg_unread": {"error"},
+    "g1.serial_changed": {"fact", "run"},
+    "g1.found_changed": {"found", "changed"},
+    "g1.clock_expected": {"limit"},
+    "g1.clock_offset": {"host", "offset"},
+    "g1.no_host_reached": set(),
     "g2.fio_below": {"host", "target", "job", "value", "unit", "expected"},
     "g2.fio_expected_min": {"value", "unit", "fraction", "spec"},
     "g2.fio_expected_p99": {"bound", "spec", "fraction"},
@@ -180,6 +286,17 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g2.ttft_cv_high": {"value", "max"},
     "g2.throughput_cv_high": {"value", "max"},
     "g2.rep_saturated": {"rep", "detail"},
+    "g2.mount": {"source", "fstype", "target"},
+    "g2.fio_measured": {"value", "unit", "where"},
+    "g2.smi_no_gpu": set(),
+    "g2.gds_measured": {"version", "supporting", "gpus", "verified"},
+    "g2.verified": set(),
+    "g2.not_verified": set(),
+    "g2.gdsio_no_read": set(),
+    "g2.gdsio_xfer": {"xfer"},
+    "g2.gdsio_measured": {"gib", "threads", "io", "latency", "compat"},
+    "g2.gdsio_compat": set(),
+    "g2.gdsio_on": {"measured", "where"},
     "g4.soak_not_built": set(),
     "g4.no_windows": set(),
     "g4.error_rate": {"window", "share", "max", "kinds"},
@@ -195,4 +312,5 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g4.not_engaged_device_share": {"window", "read", "share", "kv", "min"},
     "g4.not_engaged_hits_below": {"window", "hits", "min", "level"},
     "g4.not_engaged_reads_below": {"window", "read", "min", "level"},
+    "g4.soak_expected": set(),
 }.items()}

@@ -17,7 +17,7 @@ from harness.g1.collect import HostReading
 from harness.g1.plan import HostPlan
 from harness.probes import files, gpu_health, lspci, nic, nvidia_smi, nvme
 from harness.pytest_plugin import CheckRecorder, GateContext
-from harness.reasons import Reason
+from harness.reasons import Reason, comma, listed, text
 
 
 def _text(reading: HostReading, name: str) -> str:
@@ -131,13 +131,14 @@ SERIALS = ("gpu serials", "nvme serials", "nic guids", "pci serials")
 
 def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
             finding: judge.Finding) -> None:
-    check.expect(finding.expected, finding.expected_why)
-    changed = []
+    check.expect(finding.expected, finding.expected_why or text(finding.expected))
+    changed, changed_why = [], []
     for fact, value in finding.facts.items():
         if fact in SERIALS:  # a part replaced since the last arrival (an RMA) is shown
             run, before = gate.recorder.earlier_facts(fact).get(plan.host, (None, None))
             if run is not None and before != value:
                 changed.append(f"{fact} changed since run {run}")
+                changed_why.append(Reason("g1.serial_changed", {"fact": fact, "run": run}))
                 gate.recorder.host_fact(host=plan.host, key=f"serial change: {fact}",
                                         value={"since run": run, "before": before,
                                                "after": value}, simulated=gate.simulated)
@@ -145,7 +146,10 @@ def _decide(gate: GateContext, check: CheckRecorder, plan: HostPlan, key: str,
                                     status="changed", message=f"{fact}: {before} -> {value}")
         gate.recorder.host_fact(host=plan.host, key=fact, value=value,
                                 simulated=gate.simulated)
-    check.measure(finding.found + (f" ({'; '.join(changed)})" if changed else ""))
+    found_why = finding.found_why or text(finding.found)
+    check.measure(finding.found + (f" ({'; '.join(changed)})" if changed else ""),
+                  Reason("g1.found_changed", {"found": found_why, "changed": listed(changed_why)})
+                  if changed else found_why)
     if not finding.ok:  # a measured miss: STOP-LOSS naming host, item, expected, found
         check.explain(judge.missed(plan.host, key, finding))
         pytest.fail(f"{plan.host} {key}: {'; '.join(finding.problems)} (expected "
@@ -181,9 +185,12 @@ def test_clocks(site: SiteConfig, check: CheckRecorder,
     other's): the run's timelines are compared across hosts."""
     limit = site.gates.g1.clock_offset_s
     offsets = {h: r.clock_offset_s for h, r in readings.items() if not r.unreachable}
-    check.expect(f"|offset| <= {limit:g} s")
+    check.expect(f"|offset| <= {limit:g} s", Reason("g1.clock_expected", {"limit": f"{limit:g}"}))
     check.measure(", ".join(f"{h} {o:+.3f} s" if o is not None else f"{h} -"
-                            for h, o in sorted(offsets.items())) or "no host reached")
+                            for h, o in sorted(offsets.items())) or "no host reached",
+                  comma([Reason("g1.clock_offset", {"host": h, "offset": f"{o:+.3f}"})
+                         if o is not None else f"{h} -" for h, o in sorted(offsets.items())])
+                  if offsets else Reason("g1.no_host_reached"))
     unread = sorted(h for h, o in offsets.items() if o is None)
     if unread or not offsets:
         raise MeasurementError(f"no clock read from {', '.join(unread) or 'any host'}",

@@ -30,7 +30,7 @@ from harness.probes.gpu_health import parse_dcgmi_diag, parse_gdscheck
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.progress_log import Timed
 from harness.pytest_plugin import CheckRecorder, GateContext
-from harness.reasons import Reason
+from harness.reasons import Reason, text
 from harness.serving.cells import Cell
 from harness.transport.base import Transport
 from harness.transport.result import CommandResult, describe, tail
@@ -99,11 +99,13 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
     argv = g2fio.argv(cell.target, cell.job, g2.numjobs)
     raw = cell.target.path.startswith("/dev/")
     where = cell.target.path
+    where_why: Reason | str = where
     if not raw:
-        where = mounts.described(_filesystem(
-            gate, host, cell.host, cell.target, f"fio {cell.target.name}",
-            fact=cell.job == JOBS[0]))
-        check.measure(where)
+        mount = _filesystem(gate, host, cell.host, cell.target, f"fio {cell.target.name}",
+                            fact=cell.job == JOBS[0])
+        where, placed = mounts.described(mount), mounts.described_why(mount)
+        where_why = placed
+        check.measure(where, placed)
     try:
         with Timed(g2fio.step(cell, fio_cells(site, gate.inventory))):
             result = host.run(argv, timeout=cell.target.runtime_s * 4 + 120)
@@ -118,7 +120,8 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
                                stage="g2 fio")
     value = g2fio.figure(parsed, cell.job)
     unit = g2fio.job(cell.job, g2.numjobs).figure
-    check.measure(f"{value:.0f} {unit}, {where}")
+    check.measure(f"{value:.0f} {unit}, {where}", Reason("g2.fio_measured", {
+        "value": f"{value:.0f}", "unit": unit, "where": where_why}))
     gate.recorder.host_fact(host=cell.host, key=f"fio {cell.target.name} {cell.job}",
                             value=round(value, 1), simulated=gate.simulated)
     if math.isnan(value):
@@ -171,7 +174,11 @@ def test_gds(gate: GateContext, site: SiteConfig, check: CheckRecorder, gpu_host
     gds = parse_gdscheck(_ok(result, gpu_host))
     check.expect("platform verified, every GPU supports GDS", Reason("g2.gds_expected"))
     check.measure(f"GDS {gds.version or '?'}: {gds.gpus_supporting}/{gds.gpus} GPUs, "
-                  f"{'verified' if gds.verified else 'not verified'}")
+                  f"{'verified' if gds.verified else 'not verified'}",
+                  Reason("g2.gds_measured", {
+                      "version": gds.version or "?", "supporting": gds.gpus_supporting,
+                      "gpus": gds.gpus, "verified": Reason("g2.verified" if gds.verified
+                                                           else "g2.not_verified")}))
     if not gds.verified or gds.gpus_supporting < gds.gpus or not gds.gpus:
         pytest.fail(f"{gpu_host} GDS: {gds.gpus_supporting} of {gds.gpus} GPUs, platform "
                     f"{'verified' if gds.verified else 'not verified'}", pytrace=False)
@@ -189,7 +196,8 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
     expected, bound = g2gdsio.wanted(spec, g2.min_fraction)
     check.expect(expected, g2gdsio.wanted_why(spec, g2.min_fraction))
     host = gate.transport_pool().get(gpu_host)
-    where = mounts.described(_filesystem(gate, host, gpu_host, spec, "gdsio", fact=True))
+    mount = _filesystem(gate, host, gpu_host, spec, "gdsio", fact=True)
+    where = mounts.described(mount)
     work = g2gdsio.work_dir(spec)
     host.run(["mkdir", "-p", work], timeout=30).check("g2 gdsio directory")
     try:
@@ -207,10 +215,12 @@ def test_gdsio(gate: GateContext, site: SiteConfig, check: CheckRecorder,
                                f"({tail(result.stderr, 160)})", host=gpu_host,
                                stage="g2 gdsio", hint="install GDS's tools, or list "
                                                       "test_gdsio in gates.g2.optional")
-    text = _ok(result, gpu_host)
-    verdict = g2gdsio.judge(parse_gdsio("\n".join((text, result.stderr,
+    output = _ok(result, gpu_host)
+    verdict = g2gdsio.judge(parse_gdsio("\n".join((output, result.stderr,
                                                    log.stdout if log.ok else ""))), bound)
-    check.measure(f"{verdict.measured} on {where}")
+    check.measure(f"{verdict.measured} on {where}", Reason("g2.gdsio_on", {
+        "measured": verdict.measured_why or text(verdict.measured),
+        "where": mounts.described_why(mount)}))
     if verdict.error:
         raise MeasurementError(verdict.error, host=gpu_host, stage="g2 gdsio")
     gate.recorder.host_fact(host=gpu_host, key="gdsio read GiB/s",
@@ -263,8 +273,8 @@ def test_engine_version(gate: GateContext, site: SiteConfig, serving: ServingBas
     orders = {one.host: engine_version.ordered(site, gate.inventory, one.host)
               for one in running}
     found = engine_version.compare(running, orders)
-    check.expect(found.expected)
-    check.measure(found.found)
+    check.expect(found.expected, text(found.expected))  # hosts, engines and versions: no words
+    check.measure(found.found, text(found.found))
     for i, one in enumerate(running):  # keyed like G3's `engine baseline TP8#0`
         gate.recorder.host_fact(host=one.host, key=f"engine version {serving_layout.name}#{i}",
                                 value={"url": one.url, "engine": one.engine,

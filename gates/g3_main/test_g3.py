@@ -12,7 +12,7 @@ from harness.errors import Inconclusive, MeasurementError, NeedsSignoff
 from harness.g3.preflight import layout_gpu_problems
 from harness.g3.session import G3Session
 from harness.pytest_plugin import CheckRecorder
-from harness.reasons import Reason
+from harness.reasons import Reason, per_arm
 from harness.serving.cells import Cell
 from harness.serving.problems import ProblemKind, joined, not_compared, why
 
@@ -26,9 +26,10 @@ def test_arms_serve_the_same_model(g3: G3Session, layout: Layout,
                                    check: CheckRecorder) -> None:
     pre = g3.preflight(layout)
     check.expect(f"both arms serve {g3.config.model.name} with the same max_model_len "
-                 "and engine version")
-    check.measure({arm: sorted({str(c["model"]) for c in cards})
-                   for arm, cards in pre.cards.items()})
+                 "and engine version",
+                 Reason("g3.same_model_expected", {"model": g3.config.model.name}))
+    models = {arm: sorted({str(c["model"]) for c in cards}) for arm, cards in pre.cards.items()}
+    check.measure(models, per_arm(models))
     if pre.of(ProblemKind.MODEL):
         check.explain(_preflight(Reason("g3.not_comparable",
                                         parts=tuple(map(why, pre.of(ProblemKind.MODEL))))))
@@ -40,8 +41,10 @@ def test_arms_match_the_declared_layout(g3: G3Session, layout: Layout,
                                         check: CheckRecorder) -> None:
     pre = g3.preflight(layout)
     check.expect(f"tp={layout.tp}, {len(layout.instances)} instance(s) on both arms, within "
-                 "the GPUs G1 found on each host (else its BOM's)")
-    check.measure({arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()})
+                 "the GPUs G1 found on each host (else its BOM's)",
+                 Reason("g3.layout_expected", {"tp": layout.tp, "n": len(layout.instances)}))
+    tps = {arm: [c["tp"] for c in cards] for arm, cards in pre.cards.items()}
+    check.measure(tps, per_arm(tps))
     misfit = layout_gpu_problems(g3.gate.store, g3.gate.run_id, g3.config, g3.gate.inventory,
                                  layout)
     if misfit:  # more GPUs than the host has, or none counted: never a PASS
@@ -60,8 +63,10 @@ def test_arms_differ_only_by_the_accelerator(g3: G3Session, layout: Layout,
     pre = g3.preflight(layout)
     allowed = g3.config.arms.accelerated.differs_by if g3.config.arms else []
     check.expect("the engines' argv, environment and reported config are equal, except: "
-                 + (", ".join(allowed) or "nothing"))
-    check.measure(pre.identity.summary())
+                 + (", ".join(allowed) or "nothing"),
+                 Reason("g3.differ_expected",
+                        {"allowed": ", ".join(allowed) or Reason("g3.nothing")}))
+    check.measure(pre.identity.summary(), pre.identity.summary_why())
     if pre.unreadable:
         raise MeasurementError("engines not verified: " + "; ".join(pre.unreadable),
                                stage="preflight")
@@ -73,10 +78,12 @@ def test_accelerated_arm_exposes_external_cache(g3: G3Session, layout: Layout,
                                                 check: CheckRecorder) -> None:
     pre = g3.preflight(layout)
     check.expect("vllm:external_prefix_cache_*, lmcache:* or sglang:prefetched_tokens on "
-                 "every accelerated instance")
+                 "every accelerated instance", Reason("g3.exposes_expected"))
     storage_ok = g3.config.gates.g3.evidence.allow_storage_evidence
-    check.measure("present" if pre.accelerated_exposes_external else
-                  "absent; storage-side evidence allowed" if storage_ok else "absent")
+    words, code = (("present", "g3.present") if pre.accelerated_exposes_external else
+                   ("absent; storage-side evidence allowed", "g3.absent_storage_ok")
+                   if storage_ok else ("absent", "g3.absent"))
+    check.measure(words, Reason(code))
     if not pre.accelerated_exposes_external and not storage_ok:
         raise Inconclusive("the accelerated arm exposes no counter that proves the tier was "
                            "read (llama.cpp, TGI and Ollama have none): nothing would prove "

@@ -22,6 +22,7 @@ class Finding:
     # The same words as codes + parameters (harness.reasons), where a judge gives them:
     # the report says them in its language; one per problem, in order.
     expected_why: Reason | None = None
+    found_why: Reason | None = None
     problem_whys: tuple[Reason, ...] = ()
     # Read, no problem found, and still not a PASS: why the reading cannot decide (an Xid
     # check whose only source could have been cleared). The caller makes it INCONCLUSIVE.
@@ -40,4 +41,4 @@ def missed(host: str, item: str, f: Finding) -> Reason:
         tuple(text(p) for p in f.problems)
     return Reason("g1.missed", {"host": host, "item": item,
                                 "expected": f.expected_why or text(f.expected),
-                                "found": f.found}, parts)
+                                "found": f.found_why or f.found}, parts)

@@ -16,7 +16,7 @@ from harness.probes.lspci import PciDevice
 from harness.probes.nic import IbDevice
 from harness.probes.nvidia_smi import Gpu, NvidiaSmiLog
 from harness.probes.nvme import SmartLog
-from harness.reasons import Reason
+from harness.reasons import Reason, listed, text
 
 
 def _ecc_read(g: Gpu) -> bool:
@@ -42,10 +42,22 @@ def gpu_ecc(log: NvidiaSmiLog) -> Finding:
         f"{g.pci_bus_id} ECC {'on' if g.ecc_enabled else 'off' if g.ecc_enabled is False else '-'}"
         f" unc {g.ecc_volatile_uncorrectable if g.ecc_volatile_uncorrectable is not None else '-'}"
         f" retired {g.retired_pages if g.retired_pages is not None else '-'}" for g in log.gpus)
+    found_why = listed([Reason("g1.ecc_gpu", {
+        "gpu": str(g.pci_bus_id),
+        "ecc": Reason("g1.ecc_on") if g.ecc_enabled else Reason("g1.ecc_off")
+        if g.ecc_enabled is False else "-",
+        "unc": _or_dash(g.ecc_volatile_uncorrectable), "retired": _or_dash(g.retired_pages)})
+        for g in log.gpus]) if log.gpus else Reason("g1.no_gpu")
     unread = tuple(f"GPU {g.pci_bus_id}" for g in log.gpus if not _ecc_read(g))
     return Finding("no uncorrectable ECC errors, retired pages or failed remaps",
                    found or "no GPU", tuple(problems), checked=len(log.gpus) - len(unread),
-                   unread=unread, expected_why=Reason("g1.gpu_ecc_expected"))
+                   unread=unread, expected_why=Reason("g1.gpu_ecc_expected"),
+                   found_why=found_why)
+
+
+def _or_dash(value: object) -> str:
+    """A counter as the found text shows it: "-" where it was not read."""
+    return str(value) if value is not None else "-"
 
 
 def gpu_link(log: NvidiaSmiLog) -> Finding:
@@ -63,6 +75,7 @@ def gpu_link(log: NvidiaSmiLog) -> Finding:
     return Finding("every GPU link at its full width", found or "no GPU", tuple(problems),
                    checked=len(log.gpus) - len(unread), unread=unread,
                    expected_why=Reason("g1.gpu_link_expected"),
+                   found_why=text(found) if found else Reason("g1.no_gpu"),  # widths only
                    problem_whys=tuple(Reason("g1.gpu_link_narrow", {
                        "gpu": g.pci_bus_id, "width": f"x{g.link_width_current}",
                        "max": f"x{g.link_width_max}"}) for g in narrow))
@@ -86,7 +99,9 @@ def pcie(devices: Sequence[PciDevice]) -> Finding:
                    f"{len(checked)} links checked, {len(narrow)} narrow, {vfs} VFs skipped",
                    problems, {"pci serials": {d.address: d.serial for d in devices if d.serial}},
                    checked=len(checked), unread=unread,
-                   expected_why=Reason("g1.pcie_expected"))
+                   expected_why=Reason("g1.pcie_expected"),
+                   found_why=Reason("g1.pcie_found", {"checked": len(checked),
+                                                      "narrow": len(narrow), "vfs": vfs}))
 
 
 def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
@@ -101,11 +116,15 @@ def nvme_smart(logs: Mapping[str, SmartLog]) -> Finding:
                       f" media {s.media_errors if s.media_errors is not None else '-'}"
                       f" used {s.percent_used if s.percent_used is not None else '-'}%"
                       for d, s in sorted(logs.items()))
+    found_why = listed([Reason("g1.smart_drive", {
+        "drive": d, "warn": _or_dash(s.critical_warning), "media": _or_dash(s.media_errors),
+        "used": _or_dash(s.percent_used)}) for d, s in sorted(logs.items())]) \
+        if logs else Reason("g1.no_drive")
     unread = tuple(d for d, s in sorted(logs.items())
                    if s.critical_warning is None or s.media_errors is None)
     return Finding("no critical warning, no media errors", found or "no drive", tuple(problems),
                    checked=len(logs) - len(unread), unread=unread,
-                   expected_why=Reason("g1.nvme_smart_expected"))
+                   expected_why=Reason("g1.nvme_smart_expected"), found_why=found_why)
 
 
 def ib_ports(cas: Sequence[IbDevice]) -> Finding:
@@ -113,7 +132,9 @@ def ib_ports(cas: Sequence[IbDevice]) -> Finding:
             for c in cas for p in c.ports if not p.up]
     total = sum(len(c.ports) for c in cas)
     return Finding("every port Active", f"{total - len(down)} of {total} ports Active",
-                   tuple(down), checked=total, expected_why=Reason("g1.ib_ports_expected"))
+                   tuple(down), checked=total, expected_why=Reason("g1.ib_ports_expected"),
+                   found_why=Reason("g1.ib_ports_found", {"active": total - len(down),
+                                                          "total": total}))
 
 
 # health check -> (what it reads, what "nothing there" means)

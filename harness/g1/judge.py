@@ -30,7 +30,7 @@ from harness.probes.gpu_health import GdsCheck
 from harness.probes.nic import EthtoolDriver, EthtoolLink, IbDevice
 from harness.probes.nvidia_smi import NvidiaSmiLog
 from harness.probes.nvme import NvmeNamespace, Subsystem
-from harness.reasons import Reason
+from harness.reasons import Param, Reason, comma, text
 
 __all__ = ["Finding", "KernelLogs", "at_least", "gds", "gpu", "gpu_ecc", "gpu_link",
            "ib_ports", "missed", "nic_eth", "nic_ib", "nvme", "nvme_smart", "os_release",
@@ -77,16 +77,27 @@ def gpu(bom: GpuBom, log: NvidiaSmiLog) -> Finding:
     expected = f"{bom.count}x {bom.model}" + (f", driver >= {bom.min_driver}"
                                                if bom.min_driver else "") + (
         f", CUDA >= {bom.min_cuda}" if bom.min_cuda else "")
-    found = (f"{len(log.gpus)}x {', '.join(sorted({g.name or '?' for g in log.gpus})) or '-'}, "
+    expected_why = Reason("g1.gpu_expected", {
+        "count": bom.count, "model": bom.model,
+        "driver": Reason("g1.min_driver", {"version": bom.min_driver}) if bom.min_driver else "",
+        "cuda": Reason("g1.min_cuda", {"version": bom.min_cuda}) if bom.min_cuda else ""})
+    models = ', '.join(sorted({g.name or '?' for g in log.gpus})) or '-'
+    found = (f"{len(log.gpus)}x {models}, "
              f"driver {log.driver_version or '-'}, CUDA {log.cuda_version or '-'}")
     if log.count_mismatch:
         found += f" (nvidia-smi says {log.attached_gpus} attached)"
+    found_why = Reason("g1.gpu_found", {
+        "count": len(log.gpus), "models": models, "driver": log.driver_version or "-",
+        "cuda": log.cuda_version or "-",
+        "attached": Reason("g1.gpu_attached", {"n": str(log.attached_gpus)})
+        if log.count_mismatch else ""})
     facts: dict[str, object] = {
         GPU_COUNT_FACT: len(log.gpus),  # what G3's layouts are held against
         "gpu serials": [g.serial for g in log.gpus], "gpu uuids": [g.uuid for g in log.gpus],
         "gpu driver": log.driver_version, "cuda": log.cuda_version,
         "gpu vbios": sorted({g.vbios for g in log.gpus if g.vbios})}
-    return Finding(expected, found, tuple(problems), facts)
+    return Finding(expected, found, tuple(problems), facts, expected_why=expected_why,
+                   found_why=found_why)
 
 
 def nvme(bom: NvmeBom, namespaces: Sequence[NvmeNamespace]) -> Finding:
@@ -102,10 +113,29 @@ def nvme(bom: NvmeBom, namespaces: Sequence[NvmeNamespace]) -> Finding:
     expected = f"{bom.count}x {bom.model}" + (
         f" >= {bom.min_capacity_gb:g} GB" if bom.min_capacity_gb else "") + (
         f", firmware {bom.firmware}" if bom.firmware else "")
+    expected_why = Reason("g1.nvme_expected", {
+        "count": bom.count, "model": bom.model,
+        "capacity": Reason("g1.min_gb", {"gb": f"{bom.min_capacity_gb:g}"})
+        if bom.min_capacity_gb else "",
+        "firmware": _firmware(bom.firmware)})
     found = ", ".join(f"{d.device} {d.model or '?'} {(d.size_bytes or 0) / GB:.0f} GB "
                       f"fw {d.firmware or '-'}" for d in drives) or "no NVMe drive"
+    found_why = _listed([Reason("g1.nvme_drive", {
+        "device": d.device, "model": d.model or "?", "gb": f"{(d.size_bytes or 0) / GB:.0f}",
+        "firmware": d.firmware or "-"}) for d in drives], "g1.no_nvme")
     return Finding(expected, found, tuple(problems),
-                   {"nvme serials": {d.device: d.serial for d in drives}})
+                   {"nvme serials": {d.device: d.serial for d in drives}},
+                   expected_why=expected_why, found_why=found_why)
+
+
+def _firmware(firmware: str | None) -> Reason | str:
+    """", firmware X" of an expectation, or nothing where none is ordered."""
+    return Reason("g1.firmware", {"firmware": firmware}) if firmware else ""
+
+
+def _listed(items: Sequence[Param], none: str) -> Reason:
+    """Items the judge joins with ", ", or the words for none (`none`, a code)."""
+    return comma(items) if items else Reason(none)
 
 
 def nic_ib(bom: NicBom, cas: Sequence[IbDevice]) -> Finding:
@@ -121,14 +151,26 @@ def nic_ib(bom: NicBom, cas: Sequence[IbDevice]) -> Finding:
     found = ", ".join(f"{c.name} {c.model or '?'} fw {c.firmware or '-'} "
                       f"{'/'.join(f'{p.rate_gbps or 0:g}' for p in c.ports)} Gb/s"
                       for c in cas) or "no HCA"
+    found_why = _listed([Reason("g1.hca", {
+        "name": c.name, "model": c.model or "?", "firmware": c.firmware or "-",
+        "rates": "/".join(f"{p.rate_gbps or 0:g}" for p in c.ports)}) for c in cas], "g1.no_hca")
     return Finding(expected, found, tuple(problems),
-                   {"nic guids": {c.name: c.node_guid for c in cas}})
+                   {"nic guids": {c.name: c.node_guid for c in cas}},
+                   expected_why=_nic_expected_why(bom), found_why=found_why)
 
 
 def _nic_expected(bom: NicBom) -> str:
     return f"{bom.count}x {bom.model}" + (
         f" >= {bom.min_rate_gbps:g} Gb/s" if bom.min_rate_gbps else "") + (
         f", firmware {bom.firmware}" if bom.firmware else "")
+
+
+def _nic_expected_why(bom: NicBom) -> Reason:
+    return Reason("g1.nic_expected", {
+        "count": bom.count, "model": bom.model,
+        "rate": Reason("g1.min_rate", {"rate": f"{bom.min_rate_gbps:g}"})
+        if bom.min_rate_gbps else "",
+        "firmware": _firmware(bom.firmware)})
 
 
 def pci_address(address: str | None) -> str | None:
@@ -181,9 +223,21 @@ def nic_eth(bom: NicBom, links: Mapping[str, EthtoolLink],
                 + f" fw {drivers[iface].firmware or '-'} "
                 + (f"{speed:g} Gb/s" if speed is not None else "link down"))
 
+    def shown_why(iface: str) -> Reason:
+        address = pci_address(drivers[iface].bus_info)
+        named = address is not None and address in names
+        speed = links[iface].speed_gbps if iface in links else None
+        return Reason("g1.interface", {
+            "iface": iface, "device": identity(iface) or "?",
+            "unnamed": "" if named else Reason("g1.driver_only"),
+            "firmware": drivers[iface].firmware or "-",
+            "speed": f"{speed:g} Gb/s" if speed is not None else Reason("g1.link_down")})
+
     found = ", ".join(shown(i) for i in drivers) or "no interface"
     return Finding(_nic_expected(bom), found, tuple(problems),
-                   {"nic bus": {i: d.bus_info for i, d in drivers.items()}})
+                   {"nic bus": {i: d.bus_info for i, d in drivers.items()}},
+                   expected_why=_nic_expected_why(bom),
+                   found_why=_listed([shown_why(i) for i in drivers], "g1.no_interface"))
 
 
 def gds(check: GdsCheck) -> Finding:
@@ -196,7 +250,11 @@ def gds(check: GdsCheck) -> Finding:
     return Finding("GDS verified on every GPU",
                    f"GDS {check.version or '?'}, {check.gpus_supporting}/{check.gpus} GPUs, "
                    f"supported: {', '.join(supported) or 'none'}", tuple(problems),
-                   {"gds version": check.version}, expected_why=Reason("g1.gds_expected"))
+                   {"gds version": check.version}, expected_why=Reason("g1.gds_expected"),
+                   found_why=Reason("g1.gds_found", {
+                       "version": check.version or "?", "supporting": check.gpus_supporting,
+                       "gpus": check.gpus,
+                       "supported": ", ".join(supported) or Reason("g1.none")}))
 
 
 def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],
@@ -204,23 +262,34 @@ def volume(bom: VolumeBom, subsystems: Sequence[Subsystem],
     sub = next((s for s in subsystems if s.nqn == bom.nqn), None)
     expected = f"{bom.nqn} over {bom.transport}, >= {bom.min_paths} live path(s)" + (
         f", >= {bom.min_size_gb:g} GB" if bom.min_size_gb is not None else "")
+    expected_why = Reason("g1.volume_expected", {
+        "nqn": bom.nqn, "transport": bom.transport, "paths": bom.min_paths,
+        "size": Reason("g1.volume_min_gb", {"gb": f"{bom.min_size_gb:g}"})
+        if bom.min_size_gb is not None else ""})
     if sub is None:
         seen = ", ".join(s.nqn or "?" for s in subsystems) or "none"
         return Finding(expected, f"not connected (subsystems: {seen})",
-                       (f"NQN {bom.nqn} not connected",))
+                       (f"NQN {bom.nqn} not connected",), expected_why=expected_why,
+                       found_why=Reason("g1.volume_not_connected", {
+                           "subsystems": ", ".join(s.nqn or "?" for s in subsystems)
+                           or Reason("g1.none")}))
     live = [p for p in sub.paths if p.state == "live" and p.transport == bom.transport]
     problems = []
     if len(live) < bom.min_paths:
         problems.append(f"{len(live)} live {bom.transport} path(s), {bom.min_paths} needed")
-    found = f"{sub.name}: " + ", ".join(f"{p.controller} {p.transport} {p.address} {p.state}"
-                                        for p in sub.paths)
+    paths = ", ".join(f"{p.controller} {p.transport} {p.address} {p.state}" for p in sub.paths)
+    found = f"{sub.name}: " + paths
+    sized: Reason | str = ""
     if bom.min_size_gb is not None:
         sizes = [n.size_bytes or 0 for n in namespaces if n.subsystem_nqn == bom.nqn]
         size = sum(sizes) / GB
         found += f"; {len(sizes)} namespace(s), {size:.0f} GB"
+        sized = Reason("g1.volume_namespaces", {"n": len(sizes), "gb": f"{size:.0f}"})
         if size < bom.min_size_gb:
             problems.append(f"volume {size:.0f} GB < {bom.min_size_gb:g} GB")
-    return Finding(expected, found, tuple(problems), {"volume paths": len(sub.paths)})
+    return Finding(expected, found, tuple(problems), {"volume paths": len(sub.paths)},
+                   expected_why=expected_why, found_why=Reason("g1.volume_found", {
+                       "subsystem": str(sub.name), "paths": paths, "namespaces": sized}))
 
 
 def os_release(bom: OsBom, kernel: str, release: str) -> Finding:
@@ -233,17 +302,22 @@ def os_release(bom: OsBom, kernel: str, release: str) -> Finding:
         problems.append(f"kernel {kernel.strip()}, {bom.kernel} ordered")
     expected = ", ".join(x for x in (bom.os and f"OS {bom.os}",
                                      bom.kernel and f"kernel {bom.kernel}*") if x)
+    ordered = [Reason(code, {key: value}) for code, key, value in (
+        ("g1.os_expected", "os", bom.os), ("g1.kernel_expected", "kernel", bom.kernel)) if value]
     return Finding(expected or "any OS", f"{name}, kernel {kernel.strip()}", tuple(problems),
-                   {"os": name, "kernel": kernel.strip()})
+                   {"os": name, "kernel": kernel.strip()},
+                   expected_why=comma(ordered) if ordered else Reason("g1.any_os"),
+                   found_why=Reason("g1.os_found", {"os": name, "kernel": kernel.strip()}))
 
 
 def software(bom: SoftwareBom, versions: Mapping[str, str | None]) -> Finding:
     problems = tuple(f"{name} {versions.get(name) or 'not installed'}, {want} ordered"
                      for name, want in sorted(bom.packages.items())
                      if versions.get(name) != want)
-    return Finding(", ".join(f"{n} {v}" for n, v in sorted(bom.packages.items())),
-                   ", ".join(f"{n} {versions.get(n) or '-'}" for n in sorted(bom.packages)),
-                   problems, {"software": dict(sorted(versions.items()))})
+    expected = ", ".join(f"{n} {v}" for n, v in sorted(bom.packages.items()))
+    found = ", ".join(f"{n} {versions.get(n) or '-'}" for n in sorted(bom.packages))
+    return Finding(expected, found, problems, {"software": dict(sorted(versions.items()))},
+                   expected_why=text(expected), found_why=text(found))  # names and versions
 
 
 def weights(bom: WeightsBom, sizes: Mapping[str, int], digests: Mapping[str, str]) -> Finding:
@@ -260,4 +334,9 @@ def weights(bom: WeightsBom, sizes: Mapping[str, int], digests: Mapping[str, str
     total = sum(w.size for w in bom.manifest.values())
     return Finding(f"{len(bom.manifest)} files, {total / GB:.2f} GB, as the manifest",
                    f"{len(sizes)} of {len(bom.manifest)} files present, "
-                   f"{len(bom.manifest) - len(problems)} matching", tuple(problems))
+                   f"{len(bom.manifest) - len(problems)} matching", tuple(problems),
+                   expected_why=Reason("g1.weights_expected", {
+                       "files": len(bom.manifest), "gb": f"{total / GB:.2f}"}),
+                   found_why=Reason("g1.weights_found", {
+                       "present": len(sizes), "files": len(bom.manifest),
+                       "matching": len(bom.manifest) - len(problems)}))

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from harness.g1.finding import Finding
-from harness.reasons import Reason
+from harness.reasons import Reason, listed
 
 _XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+),?")
 # The kernel's first message of a boot: a journal that holds it holds the whole boot.
@@ -90,11 +90,19 @@ def xid(logs: KernelLogs) -> Finding:
              if journal is not None else f"journal: not read ({logs.journal_error})",
              f"dmesg: {len(ring)} Xid" if ring is not None
              else f"dmesg: not read ({logs.dmesg_error})"]
+    shown_why = [
+        Reason("g1.xid_journal", {"xids": len(journal.xids), "lines": journal.entries,
+                                  "partial": "" if journal.gap is None
+                                  else Reason("g1.xid_partial")})
+        if journal is not None else Reason("g1.xid_journal_unread",
+                                           {"error": logs.journal_error}),
+        Reason("g1.xid_dmesg", {"xids": len(ring)}) if ring is not None
+        else Reason("g1.xid_dmesg_unread", {"error": logs.dmesg_error})]
     gap = (journal.gap if journal is not None else
            f"journalctl -k -b gave nothing to read: {logs.journal_error}")
     undecided = not problems and gap is not None
     return Finding("no NVIDIA Xid in the kernel log since boot", "; ".join(shown), problems,
-                   expected_why=Reason("g1.xid_expected"),
+                   expected_why=Reason("g1.xid_expected"), found_why=listed(shown_why),
                    inconclusive=f"Xid unverifiable: {gap}; dmesg alone (which `dmesg -C` "
                                 "empties) cannot show there was none" if undecided else None,
                    inconclusive_why=Reason("g1.xid_unverifiable", {"why": str(gap)})

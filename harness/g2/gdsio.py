@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from harness.config.models import Gdsio
 from harness.probes.gdsio import GdsioReport
-from harness.reasons import Reason
+from harness.reasons import Param, Reason
 
 WORK_DIR = "gate-gdsio"  # made inside the configured path, removed after
 LOG_NAME = "cufile.log"
@@ -61,19 +61,26 @@ class GdsioVerdict:
     measured: str  # for the check's `measured` column
     missed: tuple[str, ...]  # STOP-LOSS reasons; empty: as specified
     error: str = ""  # nothing a GDS read could be judged on (ERROR)
+    measured_why: Reason | None = None  # `measured` as a Reason (harness.reasons)
 
 
 def judge(report: GdsioReport, bound: float | None) -> GdsioVerdict:
     reads = report.reads()
     if not reads:
         return GdsioVerdict(float("nan"), "no read run", (),
-                            "gdsio printed no READ summary (asked -I 0)")
+                            "gdsio printed no READ summary (asked -I 0)",
+                            Reason("g2.gdsio_no_read"))
     run = reads[0]
     if run.xfer_type != "GPUD":
         return GdsioVerdict(run.throughput_gib_s, f"XferType {run.xfer_type}", (),
-                            f"gdsio ran XferType {run.xfer_type}, not GPUD (-x 0)")
+                            f"gdsio ran XferType {run.xfer_type}, not GPUD (-x 0)",
+                            Reason("g2.gdsio_xfer", {"xfer": str(run.xfer_type)}))
     measured = (f"{run.throughput_gib_s:.2f} GiB/s GPUD read, {run.threads} threads, "
                 f"IO {run.io_size_kib} KiB, {run.avg_latency_us:.0f} us avg")
+    why: dict[str, Param] = {
+        "gib": f"{run.throughput_gib_s:.2f}", "threads": run.threads, "io": run.io_size_kib,
+        "latency": f"{run.avg_latency_us:.0f}",
+        "compat": Reason("g2.gdsio_compat") if report.fallback else ""}
     missed = []
     if report.fallback:
         measured += ", cuFile compat mode"
@@ -81,4 +88,5 @@ def judge(report: GdsioReport, bound: float | None) -> GdsioVerdict:
                       + "; ".join(report.fallback[:2]))
     if bound is not None and run.throughput_gib_s < bound:
         missed.append(f"{run.throughput_gib_s:.2f} GiB/s < {bound:.2f} GiB/s")
-    return GdsioVerdict(run.throughput_gib_s, measured, tuple(missed))
+    return GdsioVerdict(run.throughput_gib_s, measured, tuple(missed),
+                        measured_why=Reason("g2.gdsio_measured", why))

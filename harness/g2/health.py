@@ -65,7 +65,8 @@ def _named(code: str, tests: Sequence[DiagTest]) -> Reason | str:
 
 def judge_smi(gpus: Sequence[Gpu]) -> HealthVerdict:
     if not gpus:
-        return HealthVerdict("0 GPUs", error="nvidia-smi lists no GPU")
+        return HealthVerdict("0 GPUs", error="nvidia-smi lists no GPU",
+                             measured_why=Reason("g2.smi_no_gpu"))
     bad = [f"{g.pci_bus_id}: " + ", ".join(
         x for x in (g.ecc_volatile_uncorrectable and f"{g.ecc_volatile_uncorrectable} ECC",
                     g.retired_pages and f"{g.retired_pages} retired pages",

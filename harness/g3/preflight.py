@@ -38,7 +38,8 @@ class Preflight:
         """Everything that keeps the layout's arms from being compared."""
         summary = self.identity.summary()
         differ = [Problem(ProblemKind.ENGINES_DIFFER, summary,
-                          Reason("g3.engines_differ", {"detail": summary}))] \
+                          Reason("g3.engines_differ",
+                                 {"detail": self.identity.summary_why()}))] \
             if not self.identity.equal else []
         unverified = [Problem(ProblemKind.ENGINES_UNVERIFIED, u,
                               Reason("g3.engines_unverified", {"detail": u}))

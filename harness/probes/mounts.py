@@ -17,6 +17,7 @@ import re
 from typing import Protocol
 
 from harness.probes.findmnt import Mount
+from harness.reasons import Reason
 
 
 class Placed(Protocol):
@@ -47,6 +48,12 @@ def argv(path: str) -> list[str]:
 
 def described(mount: Mount) -> str:
     return f"{mount.source} ({mount.fstype}) at {mount.target}"
+
+
+def described_why(mount: Mount) -> Reason:
+    """`described` as a Reason (harness.reasons), for the report's languages."""
+    return Reason("g2.mount", {"source": mount.source, "fstype": mount.fstype,
+                               "target": mount.target})
 
 
 def zfs_version(raw: str) -> tuple[int, int] | None:

@@ -35,13 +35,18 @@ def say(t: Translator, r: Reason) -> str:
     return t(f"reason.{r.code}", values) if values else t(f"reason.{r.code}")
 
 
+def said(t: Translator, value: object) -> str | None:
+    """The stored reason (JSON) in the report's language; None when there is none or it
+    is not fully known."""
+    r = from_json(value)
+    return say(t, r) if r is not None and known(t, r) else None
+
+
 def stored(t: Translator, value: object, fallback: str) -> str:
     """The stored reason (JSON) in the report's language; `fallback` (the stored English)
     when there is none or it is not fully known."""
-    r = from_json(value)
-    if r is None or not known(t, r):
-        return fallback
-    return say(t, r)
+    words = said(t, value)
+    return fallback if words is None else words
 
 
 def cell(t: Translator, row: Any) -> str:

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from harness.config.knobs import CODE_PREFIXES, INTERPRETER_ENV, PROXY
 from harness.probes.prometheus import parse_metrics
 from harness.probes.redact import looks_secret, option_name, redact, redact_argv
+from harness.reasons import Reason, listed
 from harness.serving.problems import JSON
-from harness.serving.running import LIBS, libs_detail
+from harness.serving.running import LIBS, libs_detail, libs_detail_why
 
 # Environment variables that say how a login or service instance was entered, not how the
 # engine runs; they differ between any two launches, so comparing them would block every
@@ -160,6 +161,7 @@ class Difference:
     allowed_by: str | None  # the pattern that allows it; None: blocking (or ignored noise)
     ignored: bool = False  # session noise (NOISE_ENV)
     detail: str = ""  # what the values stand for, e.g. the shared objects only one maps
+    detail_why: Reason | None = None  # `detail` as a Reason (harness.reasons)
 
     def describe(self, with_instance: bool = True) -> str:
         where = f"instance {self.instance} " if with_instance and self.instance is not None \
@@ -168,12 +170,26 @@ class Difference:
         return (f"{where}{self.key} (baseline {_short(self.baseline)}, "
                 f"accelerated {_short(self.accelerated)}{what})")
 
+    def describe_why(self, with_instance: bool = True) -> Reason:
+        """`describe` as a Reason (harness.reasons), for the report's languages."""
+        return Reason("g3.difference", {
+            "instance": Reason("g3.instance_prefix", {"n": self.instance})
+            if with_instance and self.instance is not None else "",
+            "key": self.key, "baseline": _short_why(self.baseline),
+            "accelerated": _short_why(self.accelerated),
+            "detail": Reason("g3.difference_detail", {
+                "detail": self.detail_why or listed([self.detail])}) if self.detail else ""})
+
 
 def _short(value: str | None) -> str:
     if value is None:
         return "absent"
     text = value.replace("\n", "\\n")
     return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+
+
+def _short_why(value: str | None) -> Reason | str:
+    return Reason("g3.absent") if value is None else _short(value)
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,24 @@ class ArmComparison:
         text = "arms equal" + (f" but for allowed {', '.join(keys)}" if keys else "")
         return text + (f" ({len(self.ignored)} noise differences ignored)" if self.ignored
                        else "")
+
+    def summary_why(self, limit: int = 3) -> Reason:
+        """`summary` as a Reason (harness.reasons), for the report's languages."""
+        many = self.instances > 1
+        if self.blocking:
+            first = sorted(self.blocking, key=lambda d: _rank(d.key))
+            more = len(self.blocking) - len(first[:limit])
+            return Reason("g3.arms_differ", {
+                "more": Reason("g3.and_more", {"n": more}) if more else ""},
+                tuple(d.describe_why(many) for d in first[:limit]))
+        if self.unverified:
+            return Reason("g3.arms_unverified",
+                          {"instances": ", ".join(map(str, self.unverified))})
+        keys = sorted({d.key for d in self.allowed})
+        return Reason("g3.arms_equal", {
+            "allowed": Reason("g3.but_for_allowed", {"keys": ", ".join(keys)}) if keys else "",
+            "ignored": Reason("g3.noise_ignored", {"n": len(self.ignored)})
+            if self.ignored else ""})
 
 
 def _bare(key: str) -> str:
@@ -264,8 +298,9 @@ def compare_arms(baseline: Sequence[Mapping[str, str]], accelerated: Sequence[Ma
             ignored = _noise(key)
             pattern = None if ignored else next(
                 (p for p in allowed if fnmatch.fnmatchcase(key, p)), None)
-            detail = ""
+            detail, detail_why = "", None
             if key == LIBS and libs is not None and i < min(len(libs[0]), len(libs[1])):
                 detail = libs_detail(libs[0][i], libs[1][i])
-            diffs.append(Difference(i, key, bv, av, pattern, ignored, detail))
+                detail_why = libs_detail_why(libs[0][i], libs[1][i])
+            diffs.append(Difference(i, key, bv, av, pattern, ignored, detail, detail_why))
     return ArmComparison(tuple(diffs), min(len(baseline), len(accelerated)), tuple(unverified))

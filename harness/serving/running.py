@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.probes.process_code import ModelFile, ProcessCode
+from harness.reasons import Reason, listed
 
 # The Python package each engine profile (harness/loadgen/engines.py) runs; a native
 # engine (llama.cpp's llama-server, Ollama, TGI's router) is its executable.
@@ -143,3 +144,18 @@ def libs_detail(baseline: frozenset[str], accelerated: frozenset[str], shown: in
              else "", f"only accelerated: {names(accelerated - baseline)}"
              if accelerated - baseline else ""]
     return "; ".join(p for p in parts if p)
+
+
+def libs_detail_why(baseline: frozenset[str], accelerated: frozenset[str],
+                    shown: int = 4) -> Reason:
+    """`libs_detail` as a Reason (harness.reasons), for the report's languages."""
+    def only(arm: str, paths: frozenset[str]) -> Reason:
+        base = sorted({p.rsplit("/", 1)[-1] for p in paths})
+        more = len(base) - shown
+        return Reason("g3.libs_only", {
+            "arm": arm, "names": ", ".join(base[:shown]),
+            "more": Reason("g3.more_files", {"n": more}) if more > 0 else ""})
+
+    return listed([only(arm, paths) for arm, paths in (
+        ("baseline", baseline - accelerated), ("accelerated", accelerated - baseline))
+        if paths])

@@ -13,6 +13,7 @@ from harness.errors import UsageError
 from harness.g1 import judge
 from harness.g1.plan import expected_checks, optional_checks, validate
 from harness.probes import lspci, nic, nvidia_smi, nvme
+from harness.reasons import Reason
 
 HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"
 
@@ -208,3 +209,95 @@ def test_every_health_expectation_is_said_in_the_report_language() -> None:
         assert f.expected_why is not None, f.expected
         assert reasons.say(en, f.expected_why) == f.expected
         assert any("\u4e00" <= c <= "\u9fff" for c in reasons.say(zh, f.expected_why))
+
+
+def test_every_finding_is_said_in_the_report_language() -> None:
+    """Each judge gives its expected and found words as reason codes too (the check's
+    columns in the report): the English catalogue says exactly the harness's words, and a
+    Chinese report says them in Chinese, or as written where they are names and numbers
+    (the `text` code: models, versions, link widths)."""
+    from harness.config.models import FileDigest, OsBom, SoftwareBom, WeightsBom
+    from harness.probes import gpu_health
+    from harness.report import reasons
+    from harness.report.i18n import translator
+
+    en, zh = translator("en"), translator("zh")
+    a5000 = nvidia_smi.parse_nvidia_smi_xml(read("nvidia-smi-q-x_telegraf_dual-a5000_v13.xml"))
+    a100 = nvidia_smi.parse_nvidia_smi_xml(
+        read("nvidia-smi-q-x_telegraf_a100-sxm4-80gb-x4_drv535.xml"))
+    mig = nvidia_smi.parse_nvidia_smi_xml(
+        read("nvidia-smi-q-x_netdata_a100-sxm4-40gb-mig_drv510.xml"))
+    empty = nvidia_smi.NvidiaSmiLog(None, None, None, ())
+    drives = nvme.parse_nvme_list(read("nvme-list-json_netdata_v2.11_3x-firecuda530.json"))
+    cas = nic.parse_ibstat(read("ibstat_mooncake-issue2039_cx7-ndr400-x8_cx6dx-x4.txt"))
+    links = {"eth0": nic.parse_ethtool(read("ethtool_node-exporter_e1000e_eth0.txt"))}
+    drivers = {"eth0": nic.parse_ethtool_driver(read("ethtool-i_node-exporter_e1000e_eth0.txt")),
+               "eth1": nic.parse_ethtool_driver(read("ethtool-i_ethq-issue8_mlx5_core_cx4lx.txt"))}
+    named = {judge.pci_address(drivers["eth1"].bus_info) or "": "MT27710 [ConnectX-4 Lx]"}
+    nqn = drives[0].subsystem_nqn or ""
+    path = {"Name": "nvme0", "Transport": "pcie", "Address": "0000:01:00.0", "State": "live"}
+    subs = nvme.parse_list_subsys(json.dumps(
+        [{"Subsystems": [{"Name": "nvme-subsys0", "NQN": nqn, "Paths": [path]}]}]))
+    smart = nvme.parse_smart_log(read("nvme-smart-log-json_netdata_v2.3.json"))
+    digest = FileDigest(size=3, sha256="0" * 64)
+    findings = [
+        judge.gpu(GpuBom(model="RTX A5000", count=2, min_driver="550.54", min_cuda="12.0"),
+                  a5000),
+        judge.gpu(GpuBom(model="A100", count=4), a100),  # "nvidia-smi says 4 attached"
+        judge.gpu(GpuBom(model="H100", count=8), empty),
+        judge.nvme(NvmeBom(model="FireCuda 530", count=3, min_capacity_gb=7680,
+                           firmware="SU6SM001"), drives),
+        judge.nvme(NvmeBom(model="x", count=1), []),
+        judge.nic_ib(NicBom(model="MT4129", count=8, min_rate_gbps=400,
+                            firmware="28.41.1000"), cas),
+        judge.nic_ib(NicBom(model="MT4129", count=1), []),
+        judge.nic_eth(NicBom(model="e1000e", count=1, interfaces=["eth0"], min_rate_gbps=1),
+                      links, drivers, named),  # eth0 named by its driver, eth1 link down
+        judge.nic_eth(NicBom(model="e1000e", count=1, interfaces=["eth0"]), {}, {}),
+        judge.gds(gpu_health.parse_gdscheck(read("gdscheck-p_blog_8xH100_gds1.13.txt"))),
+        judge.gds(gpu_health.GdsCheck(None, {}, 0, 0, None, False)),
+        judge.volume(VolumeBom(nqn=nqn, transport="pcie", min_size_gb=8000), subs, drives),
+        judge.volume(VolumeBom(nqn=nqn, transport="pcie", min_paths=2), subs),
+        judge.volume(VolumeBom(nqn="nqn.other"), subs),
+        judge.volume(VolumeBom(nqn="nqn.other"), []),
+        judge.os_release(OsBom(os="Ubuntu 22.04", kernel="5.15"), "6.8.0-45-generic\n",
+                         'PRETTY_NAME="Ubuntu 24.04.1 LTS"\n'),
+        judge.os_release(OsBom(kernel="6.8"), "6.8.0\n", ""),
+        judge.os_release(OsBom.model_construct(os=None, kernel=None), "6.8.0\n", ""),
+        judge.software(SoftwareBom(packages={"vllm": "0.6.3", "lmcache": "0.2"}),
+                       {"vllm": "0.6.3", "lmcache": None}),
+        judge.weights(WeightsBom(directory="/w", manifest={"a": digest, "b": digest}),
+                      {"/w/a": 3}, {"/w/a": "0" * 64}),
+        judge.gpu_ecc(a5000), judge.gpu_ecc(mig), judge.gpu_ecc(empty),
+        judge.gpu_link(a5000), judge.gpu_link(empty),
+        judge.pcie(lspci.parse_lspci(
+            read("lspci-vvv_vc_azure-nda100v4_8xA100_cx6-ib-vf_nvme.txt"))),
+        judge.nvme_smart({"nvme0n1": smart}), judge.nvme_smart({}),
+        judge.ib_ports(cas),
+        judge.xid(judge.KernelLogs("", "")),
+        judge.xid(judge.KernelLogs(None, None, "journalctl: not found", "dmesg: denied")),
+        judge.xid(judge.KernelLogs("kernel: Linux version 6.8\nNVRM: Xid (PCI:0000:17:00): "
+                                   "79, pid=0\n", "[1.0] NVRM: Xid (PCI:0000:17:00): 79,")),
+        judge.xid(judge.KernelLogs("Dec 01 host kernel: something\n", "")),
+    ]
+    for f in findings:
+        assert f.expected_why is not None and f.found_why is not None, (f.expected, f.found)
+        assert reasons.say(en, f.expected_why) == f.expected
+        assert reasons.say(en, f.found_why) == f.found
+        for why, words in ((f.expected_why, f.expected), (f.found_why, f.found)):
+            said = reasons.say(zh, why)  # Chinese wherever its codes have Chinese words
+            assert said == words if why.code == "text" else \
+                said.isascii() == all(zh.messages[f"reason.{c}"].isascii() for c in _codes(why))
+    assert reasons.say(zh, findings[1].found_why).endswith("（nvidia-smi 显示挂载 4 块）")
+    assert reasons.say(zh, findings[21].found_why).startswith("00000000:")  # MIG: unread ECC
+    assert "链路断开" in reasons.say(zh, findings[7].found_why)
+    miss = judge.gpu(GpuBom(model="H100", count=8, min_driver="595"), a5000)
+    missed = judge.missed("g1", "gpu", miss)  # the STOP-LOSS message says "found" in zh too
+    assert "实测 2x NVIDIA RTX A5000，驱动 " in reasons.say(zh, missed)
+    assert reasons.say(en, missed).endswith(f"(expected {miss.expected}; found {miss.found})")
+
+
+def _codes(r: Reason) -> list[str]:
+    """Every code in a reason, nested ones too."""
+    nested = [v for v in r.params.values() if isinstance(v, Reason)]
+    return [r.code, *(c for x in (*nested, *r.parts) for c in _codes(x))]

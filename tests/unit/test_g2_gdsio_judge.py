@@ -35,3 +35,26 @@ def test_no_gpud_read_is_an_error_not_a_verdict() -> None:
                                1.0).error
     assert "no READ" in judge(report("gdsio-x0-write_schmaustech_nfs-rdma_l40s_1m.txt"),
                               1.0).error
+
+
+def test_every_measurement_is_said_in_the_report_language() -> None:
+    """gdsio's measured words as a reason code: the English catalogue says them exactly."""
+    from harness.probes.findmnt import parse_findmnt
+    from harness.probes.mounts import described, described_why
+    from harness.reasons import Reason
+    from harness.report import reasons
+    from harness.report.i18n import translator
+
+    en, zh = translator("en"), translator("zh")
+    verdicts = [judge(report(name), 1.0) for name in (
+        "gdsio-x0-read_onizuka-vm_quadro-p400.txt",
+        "gdsio-x0-write-verify_notes_nvme_compat-mode-cufile-log.txt",
+        "gdsio-x2-read_onizuka-vm_quadro-p400_cpu-gpu.txt",
+        "gdsio-x0-write_schmaustech_nfs-rdma_l40s_1m.txt")]
+    mount = parse_findmnt((HW / "findmnt-P_gate-build-host_ext4-root.txt").read_text())
+    for v in verdicts:
+        assert v.measured_why is not None
+        assert reasons.say(en, v.measured_why) == v.measured
+        on = Reason("g2.gdsio_on", {"measured": v.measured_why, "where": described_why(mount)})
+        assert reasons.say(en, on) == f"{v.measured} on {described(mount)}"
+    assert reasons.say(zh, verdicts[1].measured_why).endswith("，cuFile 兼容模式")

@@ -79,7 +79,7 @@ def test_every_verdict_is_said_in_the_report_language() -> None:
     verdicts += [judge_diag(parse_dcgmi_diag(_with_statuses(s))) for s in ("Not Run", "Fail")]
     verdicts += [judge_smi(parse_nvidia_smi_xml(read(name)).gpus) for name in (
         "nvidia-smi-q-x_netdata_a100-sxm4-40gb-mig_drv510.xml",
-        "nvidia-smi-q-x_telegraf_dual-a5000_v13.xml")]
+        "nvidia-smi-q-x_telegraf_dual-a5000_v13.xml")] + [judge_smi([])]  # no GPU: "0 GPUs"
     for v in verdicts:
         assert v.measured_why is not None and reasons.say(en, v.measured_why) == v.measured
         assert "项" in reasons.say(zh, v.measured_why) or "个" in reasons.say(zh, v.measured_why)

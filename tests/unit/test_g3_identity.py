@@ -181,3 +181,36 @@ def test_a_proxys_facts_compare_like_an_engines_with_their_noise_ignored() -> No
     c = compare_arms([{}], [proxy], ["proxy:argv:--port"])
     assert [d.key for d in c.blocking] == ["proxy:argv:#1", "proxy:argv:program"]
     assert [d.key for d in c.allowed] == ["proxy:argv:--port"]
+
+
+def test_every_summary_is_said_in_the_report_language() -> None:
+    """The comparison's one line (the preflight check's measured words and its ERROR) as
+    a reason code: the English catalogue says exactly `summary()`, the Chinese its own
+    words; a libs difference's detail too."""
+    from harness.report import reasons
+    from harness.report.i18n import translator
+    from harness.serving.running import LIBS
+
+    en, zh = translator("en"), translator("zh")
+    noisy = engine_facts([*SIM, "--speed", "21.9"], {"PWD": "/a", "X": "1"})
+    f0, f1 = engine_facts([*SIM, "--instance", "0"], {}), engine_facts([*SIM, "--x", "1"], {})
+    libs = ({LIBS: "2 shared objects, sha256 aa"}, {LIBS: "2 shared objects, sha256 bb"})
+    so = [frozenset({f"/lib/l{i}.so" for i in range(6)} | {"/lib/b.so"})]
+    comparisons = [
+        compare_arms([noisy], [engine_facts([*SIM, "--speed", "30.0"], {"PWD": "/b", "X": "1"})],
+                     []),  # blocking, with noise
+        compare_arms([noisy], [{**noisy, "argv:--a": "1", "argv:--b": "2", "argv:--c": "3",
+                                "argv:--d": "4"}], []),  # "; and 1 more"
+        compare_arms([f0, f1], [f0, {**f1, "argv:--y": "8" * 60}], []),  # instance, absent
+        compare_arms([f0, f0], [f0], ["*"]),  # the instance count
+        compare_arms([libs[0]], [libs[1]], [], ([so[0]], [frozenset({"/lib/a.so"})])),
+        compare_arms([engine_facts(SIM, None)], [engine_facts(SIM, None)], []),  # unverified
+        compare_arms([noisy], [{**noisy, "env:PWD": "/c", "argv:--t": "1"}], ["argv:--t"]),
+        compare_arms([f0], [f0], []),  # equal
+    ]
+    for c in comparisons:
+        assert reasons.say(en, c.summary_why()) == c.summary()
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in reasons.say(zh, c.summary_why()))
+    assert "only baseline: b.so, l0.so, l1.so, l2.so and 3 more" in comparisons[4].summary()
+    assert "仅基线组：b.so, l0.so, l1.so, l2.so 等另外 3 个" in reasons.say(
+        zh, comparisons[4].summary_why())

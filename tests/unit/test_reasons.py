@@ -226,3 +226,21 @@ def test_a_run_reason_made_of_its_checks_is_said_in_the_report_language(tmp_path
     partial = dataclasses.replace(frames.run, reason="PARTIAL: 1 of 9 planned checks ran")
     assert run_reason(partial, ZH, frames.checks) == "PARTIAL: 1 of 9 planned checks ran"
     store.close()
+
+
+def test_lists_and_arm_by_arm_values_read_as_the_harness_writes_them() -> None:
+    """`listed` joins with "; ", `comma` with ", " (the reader's own in zh); `per_arm`
+    says `{'baseline': [8], 'accelerated': [8, 4]}` as words, its values already
+    formatted and each arm named in the reader's language."""
+    from harness.reasons import comma, listed, per_arm
+
+    assert _en(listed(["a b", Reason("g3.budget")])) == "a b; time budget exhausted"
+    assert _en(comma(["h1 -", Reason("g1.clock_offset", {"host": "h2", "offset": "+0.003"}),
+                      "h3 -"])) == "h1 -, h2 +0.003 s, h3 -"
+    assert reasons.say(ZH, comma(["a", "b"])) == "a，b"
+    assert _en(comma(["only"])) == "only"
+    arms = per_arm({"baseline": [8], "accelerated": [8, 4]})
+    assert _en(arms) == "baseline 8; accelerated 8, 4"
+    assert reasons.say(ZH, arms) == "基线 8；加速 8, 4"
+    assert _en(per_arm({"accelerated": [None], "baseline": []})) == "accelerated ?; baseline -"
+    assert _en(per_arm({})) == "-"

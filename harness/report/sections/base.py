@@ -199,20 +199,26 @@ def _why(c: Any, key: str) -> object:
     return details.get(key) if isinstance(details, dict) else None
 
 
+def _words(c: Any, t: Translator, key: str) -> str:
+    """The check's `key` words (expected / measured / message) in the report's language:
+    its stored reason code, else its stored words as they are, marked as such in a
+    report that is not in English (checkwords.as_stored)."""
+    words = reasons.said(t, _why(c, key))
+    if words is not None:
+        return words
+    return checkwords.as_stored(t, str(getattr(c, key) or checkwords.EMPTY))
+
+
 def expected_words(c: Any, t: Translator) -> str:
-    """What the check expected, in the report's language: its stored reason code, else
-    the stored English read back by checkwords (runs made before codes), else as stored."""
-    text = str(c.expected or "—")
-    return reasons.stored(t, _why(c, "expected"),
-                          checkwords.expected(t, str(c.name or ""), text))
+    return _words(c, t, "expected")
 
 
 def measured_words(c: Any, t: Translator) -> str:
-    return reasons.stored(t, _why(c, "measured"), checkwords.measured(t, str(c.measured or "—")))
+    return _words(c, t, "measured")
 
 
 def message_words(c: Any, t: Translator) -> str:
-    return reasons.stored(t, _why(c, "message"), str(c.message or "—"))
+    return _words(c, t, "message")
 
 
 def checks_table(checks: pd.DataFrame, t: Translator, run: RunInfo) -> Table:
