@@ -21,7 +21,8 @@ def suite(name: str) -> str:
     return str(SUITES / name)
 
 
-def test_a_gate_run_end_to_end_on_postgresql(gate_cli: GateRunner, pg_url: str) -> None:
+def test_a_gate_run_end_to_end_on_postgresql(gate_cli: GateRunner, site_dir: Path,
+                                             pg_url: str) -> None:
     env = {"GATE_DB": pg_url}
     out = gate_cli("run", "G1", "--suite", suite("passing"), env=env)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -33,6 +34,20 @@ def test_a_gate_run_end_to_end_on_postgresql(gate_cli: GateRunner, pg_url: str) 
     assert {c["outcome"] for c in shown["checks"]} == {"PASS"} and shown["checks"]
     status = gate_cli("status", "--db", pg_url)  # --db beats GATE_DB alike
     assert status.returncode == 0, status.stderr
+    signed = gate_cli("signoff", "1", "--by", "R", "--role", "reviewer", "--note", "ok",
+                      env=env)
+    assert signed.returncode == 0, signed.stderr
+    # a server store has no directory: what is written "next to the store" goes here
+    report = gate_cli("report", "1", "--format", "html", env=env)
+    assert report.returncode == 0, report.stderr
+    assert Path(report.stdout.split()[-1]).exists()
+    pack = gate_cli("export", "1", env=env)
+    assert pack.returncode == 0, pack.stderr
+    written = sorted(site_dir.glob("*.tar.gz"))
+    assert len(written) == 1
+    verified = gate_cli("export", "verify", str(written[0]), env=env)
+    assert verified.returncode == 0, verified.stderr
+    assert gate_cli("db", "upgrade", env=env).returncode == 0
 
 
 def test_two_gate_runs_racing_for_one_campaign_one_is_refused(site_dir: Path,
