@@ -129,6 +129,10 @@ def store_error(exc: BaseException, where: str) -> StoreError | None:
     # Other backends: only what says the server or the link failed.
     if type(orig).__name__ == "OperationalError":  # psycopg / psycopg2 / pymysql alike
         first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+        if "password" in first:  # "no password supplied" / "password authentication failed"
+            return StoreError(f"store failed: {first}", file=where,
+                              hint="give the password in PGPASSWORD or ~/.pgpass (never in "
+                                   "the URL)")
         return StoreError(f"store failed: {first}", file=where)
     return None
 

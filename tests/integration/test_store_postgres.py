@@ -1,7 +1,8 @@
 """The store on a real PostgreSQL server (tests/pg_support's throwaway cluster), through
 `gate` as a user runs it: a gate run end to end with GATE_DB on PostgreSQL, two `gate run`
 racing for one campaign from two processes (exactly one refused, naming the holder's host
-and pid), and a URL carrying a password refused without a trace of it anywhere."""
+and pid), a URL carrying a password refused without a trace of it anywhere, and the
+password taken from PGPASSWORD instead."""
 
 from __future__ import annotations
 
@@ -93,3 +94,13 @@ def test_a_url_with_a_password_is_refused_and_never_written(
     leaked = [p for p in site_dir.rglob("*") if p.is_file()
               and b"s3cret" in p.read_bytes()]
     assert leaked == []
+
+
+def test_the_password_comes_from_pgpassword(gate_cli: GateRunner,
+                                            pg_cluster: PgCluster) -> None:
+    url = pg_cluster.password_database("s3cret-pw")
+    asked = gate_cli("runs", "list", "--db", url, env={"PGPASSWORD": ""})
+    assert asked.returncode == 3
+    assert "PGPASSWORD or ~/.pgpass" in asked.stderr, asked.stderr
+    given = gate_cli("runs", "list", "--db", url, env={"PGPASSWORD": "s3cret-pw"})
+    assert given.returncode == 0, given.stderr

@@ -84,6 +84,18 @@ class PgCluster:
         self.admin(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def password_database(self, password: str) -> str:
+        """A new database owned by a new role that must give `password` (scram, only that
+        role: every other one stays trusted); its URL, without the password."""
+        role = "pw_" + uuid.uuid4().hex[:10]
+        self.admin(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        self.admin(f"CREATE DATABASE {role} OWNER {role}")
+        hba = self.base / "data" / "pg_hba.conf"
+        hba.write_text(f"local all {role} scram-sha-256\n" + hba.read_text())
+        reload = self.run(str(self.bin / "pg_ctl"), "-D", str(self.base / "data"), "reload")
+        assert reload.returncode == 0, reload.stderr
+        return self.url(role, user=role)
+
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*self.as_user, *args], capture_output=True, text=True,
                               timeout=120, check=False)
