@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Table, insert, select, text, update
+from sqlalchemy import String, Table, insert, select, text, update
 
 from harness.store.db import Store
 from harness.store.schema import BenchmarkRow, CellRow, RequestRow, SeriesRow
@@ -91,8 +91,18 @@ def insert_requests(store: Store, benchmark_id: int, rows: Iterable[Mapping[str,
                              [dict(zip(columns, r, strict=True)) for r in buf])
         buf.clear()
 
+    # The bounded text columns (what an engine says, e.g. finish_reason) are cut to their
+    # length on every backend: PostgreSQL refuses a longer value (and with it the whole
+    # COPY batch) where SQLite would keep it.
+    bounded = [(columns.index(c.name), c.type.length) for c in _table(RequestRow).columns
+               if isinstance(c.type, String) and c.type.length and c.name in columns]
     for row in rows:
-        buf.append((benchmark_id, *(row.get(c, defaults.get(c)) for c in REQUEST_COLUMNS)))
+        values = (benchmark_id, *(row.get(c, defaults.get(c)) for c in REQUEST_COLUMNS))
+        for i, limit in bounded:
+            v = values[i]
+            if v is not None and len(v) > limit:
+                values = (*values[:i], str(v)[:limit], *values[i + 1:])
+        buf.append(values)
         n += 1
         if len(buf) >= batch:
             flush()

@@ -107,6 +107,10 @@ def test_request_rows_bulk_insert_and_read_back(store_url: str) -> None:
     assert {k: back[0][k] for k in full} == full
     assert (back[1]["instance"], back[1]["warmup"], back[1]["usage_reported"],
             back[1]["scheduled"], back[1]["chunks"]) == (0, False, True, 0.0, None)
+    # what an engine says is cut to its column on both (PostgreSQL would refuse the batch)
+    writer.insert_requests(store, other, [{"idx": 2, "scheduled": 0,
+                                           "finish_reason": "x" * 100}])
+    assert writer.requests(store, other)[2]["finish_reason"] == "x" * 32
 
 
 def test_cells_upsert_within_a_run(store_url: str) -> None:
