@@ -3,7 +3,9 @@
 One cluster per test session: `initdb` into a temp dir, `pg_ctl start` on a unix socket
 in that dir only (no TCP), `fsync=off`, stopped and removed at session end. initdb
 refuses to run as root, so the server runs as the `postgres` OS user (`runuser`) when the
-tests run as root. Each test that asks gets a database of its own (`pg_url`).
+tests run as root. Each test that asks gets a database of its own (`pg_url`). A session
+killed before its teardown leaves its server running: the next session stops and removes
+it (its owner.pid names a process that is gone).
 
 Skips, with the reason, when it cannot run: the PostgreSQL server binaries are missing
 (Debian: `apt-get install postgresql`), psycopg is missing (`pip install 'psycopg>=3.1'`),
@@ -101,6 +103,28 @@ class PgCluster:
                               timeout=120, check=False)
 
 
+def _owner_alive(base: Path) -> bool:
+    """Whether the test session that made the cluster in `base` still runs."""
+    try:
+        os.kill(int((base / "owner.pid").read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _reap(bindir: Path, as_user: list[str]) -> None:
+    """Stop and remove the clusters of sessions that were killed before their teardown
+    (a SIGKILLed pytest leaves its server running); a live session's are left alone."""
+    for base in Path("/tmp").glob("gatepg-*"):
+        if not (base / "owner.pid").exists() or _owner_alive(base):
+            continue
+        if (base / "data" / "postmaster.pid").exists():
+            subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(base / "data"),
+                            "-m", "immediate", "-w", "stop"], capture_output=True,
+                           timeout=60, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def _start() -> tuple[PgCluster | None, str]:
     """(cluster, "") or (None, why it cannot run)."""
     try:
@@ -122,8 +146,10 @@ def _start() -> tuple[PgCluster | None, str]:
         if runuser is None:
             return None, "running as root and runuser (util-linux) is missing"
         as_user = [runuser, "-u", "postgres", "--"]
+    _reap(bindir, as_user)
     # Short path: a unix socket's path must stay under ~107 bytes.
     base = Path(tempfile.mkdtemp(prefix="gatepg-", dir="/tmp"))
+    (base / "owner.pid").write_text(str(os.getpid()))
     (base / "sock").mkdir()
     if owner is not None:
         for p in (base, base / "sock"):
