@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -333,11 +333,11 @@ class DemoOutcome:
 def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
              overrides: tuple[str, ...], *,
              events: CampaignEvents, progress: Progress | None,
-             say: Callable[[str], None]) -> DemoOutcome:
+             say: Callable[[str], None], db_url: str | None = None) -> DemoOutcome:
     """Write the site, run the campaign against it (every gate whose suite runs in a
     demo: G1, G2, G3; G4's soak could not end in minutes; a gate not built is passed over
     and any gate after one would run FORCED), render the report. The caller shows what
-    happens."""
+    happens. The store is the site's gate.db unless `db_url` names another."""
     from harness.campaign import run_campaign
     from harness.config.loader import load_config
     from harness.errors import GateError
@@ -347,6 +347,8 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
 
     gates = tuple(g for g in GATES if not g.built or suite_hooks(g.id).in_demo)
     site = write_site(out, scenario, speed)
+    if db_url:
+        site = replace(site, db_url=db_url)
     say(f"[bold]gate demo[/] ({scenario}) in {site.root}")
     loaded = load_config(site.config, overrides)
     if loaded.overrides:

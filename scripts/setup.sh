@@ -7,10 +7,12 @@ cd "$(dirname "$0")/.."
 # openssh-server: the SSH test lab; fio: G2 storage baselines; poppler-utils: report tests
 # (pdftotext/pdftoppm); fonts-wqy-microhei: Chinese reports (fast to subset); pango: WeasyPrint;
 # libharfbuzz-subset0: WeasyPrint subsets fonts with it (~1.8x faster PDFs than fontTools);
-# iproute2: network namespaces for the multi-host lab.
+# iproute2: network namespaces for the multi-host lab; postgresql: the throwaway server the
+# store's PostgreSQL tests start (tests/pg_support; also makes the postgres user initdb
+# runs as); libpq5: psycopg's client library.
 APT_PACKAGES=(python3 python3-venv python3-dev openssh-server fio poppler-utils fontconfig
               fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 iproute2
-              procps sudo)
+              procps sudo postgresql libpq5)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from gate_testing import GATE, MINIMAL_CONFIG, MINIMAL_INVENTORY, GateRunner
 
+pytest_plugins = ["pg_support"]  # the throwaway PostgreSQL cluster (pg_cluster, pg_url)
+
 
 @pytest.fixture
 def site_dir(tmp_path: Path) -> Path:

@@ -47,9 +47,12 @@ COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True), Column("ru
 @click.option("--speed", type=float, default=None, help="Simulator speed factor.")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default="pdf",
               show_default=True)
+@click.option("--db", "db_url", default=None,
+              help="Store URL (default: gate.db in the demo's site). GATE_DB is not read: "
+                   "a demo never writes into a site's store unless told to.")
 @set_option
 def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
-         overrides: tuple[str, ...]) -> None:
+         db_url: str | None, overrides: tuple[str, ...]) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
     Runs G1, G2 and G3 in order, each after the one before passed, and stops at the
@@ -69,7 +72,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     check_output(Path(out), "--out", directory=True)
     with live_progress() as live:
         result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                          events=_Shown(live), progress=check_printer(live), say=live.print)
+                          events=_Shown(live), progress=check_printer(live), say=live.print,
+                          db_url=db_url)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
     rows: list[list[Cell | str]] = []

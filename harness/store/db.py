@@ -17,6 +17,7 @@ Files frozen under a running gate (a SIGBUS SQLite cannot catch): harness/store/
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -43,6 +44,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT = 30  # seconds a `gate` waits for another one's write lock
 
 RESTORE_HINT = "restore it from a backup"
+MIGRATION_LOCK_KEY = 0x6761_7465_0001  # PostgreSQL advisory lock key: b"gate" + 1
 
 
 def resolve_url(url: str | None) -> str:
@@ -57,7 +59,7 @@ def absent_file(url: str | None) -> Path | None:
     """The SQLite file `url` names when it does not exist (a read-only command must not
     create an empty store where it was run by mistake); None for one that exists, for
     in-memory stores and for servers."""
-    parsed = make_url(resolve_url(url))
+    parsed = parse_url(resolve_url(url))
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
     path = Path(parsed.database or "").expanduser()
@@ -127,6 +129,10 @@ def store_error(exc: BaseException, where: str) -> StoreError | None:
     # Other backends: only what says the server or the link failed.
     if type(orig).__name__ == "OperationalError":  # psycopg / psycopg2 / pymysql alike
         first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+        if "password" in first:  # "no password supplied" / "password authentication failed"
+            return StoreError(f"store failed: {first}", file=where,
+                              hint="give the password in PGPASSWORD or ~/.pgpass (never in "
+                                   "the URL)")
         return StoreError(f"store failed: {first}", file=where)
     return None
 
@@ -141,12 +147,39 @@ def _describe(url: str) -> str:
 
 # --- the engine -----------------------------------------------------------------------
 
-def make_engine(url: str) -> Engine:
+_URL_PASSWORD = re.compile(r"(//[^/:@\s]*):[^@/\s]*@")
+
+
+def _masked(url: str) -> str:
+    """A URL as it may be shown even when SQLAlchemy cannot parse it: no password."""
+    return _URL_PASSWORD.sub(r"\1:***@", url)
+
+
+def refuse_password(parsed: URL) -> None:
+    """A server URL carrying a password is refused: the URL is echoed on stdout, in logs,
+    in `ps` and in shell history, so the store takes the password only from PGPASSWORD or
+    ~/.pgpass (the driver reads both) and never sees it."""
+    if parsed.password is not None and parsed.get_backend_name() != "sqlite":
+        raise StoreUrlError(
+            f"the store URL {parsed.render_as_string(hide_password=True)} carries a "
+            f"password: gate never takes one there",
+            hint="drop it from --db / GATE_DB and put it in PGPASSWORD or ~/.pgpass")
+
+
+def parse_url(url: str) -> URL:
+    """The URL parsed; a StoreUrlError (without its password) when it is not one."""
     try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StoreUrlError(f"not a database URL: {url!r}",
-                            hint="e.g. sqlite:///gate.db or postgresql://user@host/db") from None
+        return make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise StoreUrlError(f"not a database URL: {_masked(url)!r}",
+                            hint="e.g. sqlite:///gate.db or "
+                                 "postgresql+psycopg://user@/db?host=/run/postgresql"
+                            ) from None
+
+
+def make_engine(url: str) -> Engine:
+    parsed = parse_url(url)
+    refuse_password(parsed)
     try:
         if parsed.get_backend_name() == "sqlite":
             db = parsed.database
@@ -170,11 +203,12 @@ def make_engine(url: str) -> Engine:
                 event.listen(engine, "checkout", on_checkout)
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = create_engine(url, pool_pre_ping=True)
+            engine = create_engine(parsed, pool_pre_ping=True)
     except NoSuchModuleError:
-        raise StoreUrlError(f"unknown database kind in {url!r}") from None
+        raise StoreUrlError(f"unknown database kind in {_describe(url)!r}") from None
     except ModuleNotFoundError as exc:
-        raise StoreUrlError(f"database driver missing for {url!r}: {exc.name}") from None
+        raise StoreUrlError(f"database driver missing for {_describe(url)!r}: {exc.name}",
+                            hint="for PostgreSQL: pip install 'psycopg>=3.1'") from None
     where = _describe(url)
 
     def on_error(ctx: ExceptionContext) -> None:
@@ -223,11 +257,13 @@ def current_revision(engine: Engine) -> str | None:
 def _lock_for_migration(conn: Connection) -> None:
     """Make this connection the only one migrating: two `gate`s opening a new store at the
     same moment must not both create its tables. SQLite: take the write lock now (the
-    other one waits up to the busy timeout, then finds the schema made). Seam for other
-    backends: PostgreSQL would `SELECT pg_advisory_xact_lock(<constant>)` here (released
-    at commit); not built while no site runs one."""
+    other one waits up to the busy timeout, then finds the schema made). PostgreSQL: a
+    transaction-scoped advisory lock on a constant key (released at commit or when the
+    connection dies; DDL is transactional, so the other one then finds the schema made)."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
 
 
 def upgrade(engine: Engine, url: str) -> str:

@@ -65,6 +65,16 @@ def _now() -> float:
 
 
 def ensure_campaign(store: Store, campaign: str, site: str, customer: str = "") -> int:
+    """The campaign's id, made (with its site) if new. Two `gate`s making the same one at
+    once (two `gate run` racing on a new PostgreSQL store): the unique names refuse the
+    second's rows, and it reads the first's."""
+    try:
+        return _ensure_campaign(store, campaign, site, customer)
+    except IntegrityError:
+        return _ensure_campaign(store, campaign, site, customer)
+
+
+def _ensure_campaign(store: Store, campaign: str, site: str, customer: str) -> int:
     with store.session() as s:
         row = s.scalar(select(CampaignRow).where(CampaignRow.name == campaign))
         if row is not None:
@@ -117,7 +127,14 @@ def _version() -> str:
 
 def start_gate_run(store: Store, new: NewRun) -> int:
     """Create the run row and take the campaign lock in one transaction, so a refused
-    second `gate run` leaves no half-made run behind."""
+    second `gate run` leaves no half-made run behind.
+
+    The lock is a `run_lock` row whose primary key is the campaign: the database itself
+    refuses a second one, on SQLite (one file) and on PostgreSQL (one server, whatever
+    host each `gate` runs on: a concurrent insert waits for the first's commit, then
+    fails). A row, not a PostgreSQL advisory lock: it outlives a lost connection or a
+    killed process (a network blip must not free a campaign a run still measures), it
+    names its holder (run, pid, host), and `gate runs abort` clears a stale one."""
     cid = ensure_campaign(store, new.campaign, new.site, new.customer)
     now = _now()
     try:

@@ -34,13 +34,14 @@ TINY = {
     "sim.py": ("--starts", "1", "--requests", "64", "--speeds", "1000", "--layouts", "TP8",
                "--tiers", "1", "--doc-tokens", "1000"),
     "spawn.py": ("--cycles", "1"),
+    "store_pg.py": ("--rows", "2000", "--repeat", "1"),
     "transport.py": ("--commands", "5", "--hosts", "2", "--rounds", "2", "--bulk-mb", "1"),
 }
 
 
-def run(script: str, tmp_path: Path) -> str:
+def run(script: str, tmp_path: Path, *extra: str) -> str:
     """The script's stdout at its tiny size; it must exit 0."""
-    out = subprocess.run([sys.executable, str(BENCHMARKS / script), *TINY[script]],
+    out = subprocess.run([sys.executable, str(BENCHMARKS / script), *TINY[script], *extra],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          check=False)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
@@ -169,6 +170,14 @@ def test_spawn(tmp_path: Path) -> None:
           r"^way +action +new interpreter +spawner +ratio$",
           *(rf"^{way} +{action} +{N} \(  -  \) +{N} \(  -  \) +{N}x$"
             for way in ("api", "cli") for action in ("start", "restart", "stop")))
+
+
+@pytest.mark.slow
+def test_store_pg(tmp_path: Path, pg_url: str) -> None:
+    lines(run("store_pg.py", tmp_path, "--pg-url", pg_url),
+          rf"^2000 request rows  sqlite +{N} rows/s$",
+          rf"^2000 request rows  postgresql +{N} rows/s   1M in +{N} s   goal <= 15 s$",
+          rf"^postgresql / sqlite  ratio {N}$")
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """The store is the only door to the gate's database: no module outside harness/store
-imports SQLAlchemy or Alembic or reads SQL through pandas, and no gate suite imports the
-store (suites record through the plugin's recorder, `gate.recorder`). The simulator's own
-SQLite caches (harness/sim) use sqlite3 directly and are its business."""
+imports SQLAlchemy, Alembic or a database driver (psycopg) or reads SQL through pandas,
+and no gate suite imports the store (suites record through the plugin's recorder,
+`gate.recorder`). The simulator's own SQLite caches (harness/sim) use sqlite3 directly
+and are its business."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DB_LIBRARIES = ("sqlalchemy", "alembic")
+DB_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "psycopg2")
 SQL_CALLS = ("read_sql", "read_sql_query", "read_sql_table", "exec_driver_sql")
 
 

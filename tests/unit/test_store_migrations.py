@@ -31,9 +31,24 @@ def differences(store: Store) -> list[Any]:
         return list(compare_metadata(context, Base.metadata))
 
 
-def test_a_store_migrated_to_head_is_what_the_orm_describes(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+def test_a_store_migrated_to_head_is_what_the_orm_describes(store_url: str) -> None:
+    store = Store(store_url)  # from empty, on SQLite and on PostgreSQL
     assert differences(store) == []
+    store.close()
+
+
+def test_migrations_go_up_one_at_a_time_and_back_on_postgresql(pg_url: str) -> None:
+    """Every revision applies on PostgreSQL from the one before (not only all at once),
+    and every downgrade runs there too."""
+    revs, head = known_revisions()
+    engine = make_engine(pg_url)
+    with engine.begin() as conn:
+        for rev in sorted(revs):
+            command.upgrade(_alembic_config(conn), rev)
+        command.downgrade(_alembic_config(conn), "base")
+    engine.dispose()
+    store = Store(pg_url)
+    assert store.revision() == head and differences(store) == []
     store.close()
 
 

@@ -1,9 +1,7 @@
 """The recorder a gate suite gets as `gate.recorder`: what it records lands on its own run
-(real SQLite file), so a suite needs no harness.store import."""
+(a SQLite file and a PostgreSQL database), so a suite needs no harness.store import."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from harness.store import runs as store_runs
 from harness.store import writer
@@ -12,8 +10,8 @@ from harness.store.queries import run_tables
 from harness.store.recorder import RunRecorder
 
 
-def test_events_facts_and_resume_bookkeeping_land_on_the_run(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+def test_events_facts_and_resume_bookkeeping_land_on_the_run(store_url: str) -> None:
+    store = Store(store_url)
     new = store_runs.NewRun(campaign="c", site="s", customer="", kind="gate", gate="G3")
     other = store_runs.start_run(store, new)
     run = store_runs.start_run(store, new)
@@ -40,10 +38,10 @@ def test_events_facts_and_resume_bookkeeping_land_on_the_run(tmp_path: Path) -> 
     store.close()
 
 
-def test_a_check_without_a_host_reads_back_as_none_not_nan(tmp_path: Path) -> None:
+def test_a_check_without_a_host_reads_back_as_none_not_nan(store_url: str) -> None:
     """pandas 3 reads text columns with NaN for NULL, and NaN is truthy: the report
     printed "nan" as the host of G1's clocks check."""
-    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    store = Store(store_url)
     run = store_runs.start_run(store, store_runs.NewRun(campaign="c", site="s", customer="",
                                                         kind="gate", gate="G1"))
     for nodeid, host in (("a", "gpu1"), ("b", None)):
