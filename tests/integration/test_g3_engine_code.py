@@ -4,6 +4,8 @@ route of the adversarial review reproduced, then closed.
 
 1. The honest demo: both arms fork from one checkout, so they run the same code: the
    executable, cwd, libraries and the `harness` package compare equal and G3 decides.
+   Read from the README's demo, run once a session (tests/demo_fixtures.py): every
+   instance of both layouts, not only TP8's.
 2. A baseline started in another working directory whose copy of the engine's code
    shadows the installed one, with argv, environment and server config identical: the
    preflight is ERROR naming the cwd and the package, never PASS.
@@ -22,6 +24,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from g3_site import Site, one_cell_site
@@ -29,6 +32,10 @@ from sim_support.lying_proxy import lying_proxy
 
 from harness.serving.identity import compare_arms
 
+if TYPE_CHECKING:
+    from demo_fixtures import Demo
+
+pytest_plugins = ["demo_fixtures"]
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,27 +63,43 @@ def without_spawner(command: list[str]) -> list[str]:
     return command[:i] + command[i + 2:]
 
 
-def test_the_honest_demo_arms_run_the_same_code(site: Site) -> None:
-    # 3 pairs: what is read of the engines does not depend on how many
-    out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
+def test_the_honest_demo_arms_run_the_same_code(demo_default: Demo) -> None:
+    # what is read of the engines does not depend on how many pairs or cells ran
+    out = demo_default.out
     assert out.returncode in (0, 2), out.stdout + out.stderr[-2000:]
-    found = checks(site)
-    assert found["test_arms_differ_only_by_the_accelerator"]["outcome"] == "PASS"
-    cell = found["test_cell"]
-    assert cell["outcome"] in ("PASS", "INCONCLUSIVE")
-    assert "arms differ" not in str(cell["message"]) and "not verified" not in str(
-        cell["message"])
-    seen = identities(site)
-    facts = {arm: dict(seen[arm]["facts"]) for arm in ("baseline", "accelerated")}  # type: ignore
-    for arm in facts:
-        assert not seen[arm]["problem"], seen[arm]["problem"]
-        assert facts[arm]["pkg:harness.location"] == str(REPO / "harness")
-        assert facts[arm]["proc:libs"].split()[0].isdigit()
-        assert seen[arm]["libs"]
-    code = [k for k in facts["baseline"] if k.split(":")[0] in ("proc", "pkg")]
-    assert {"proc:exe", "proc:exe_sha256", "proc:cwd", "proc:libs", "pkg:harness.files"} <= \
-        set(code)
-    assert all(facts["baseline"][k] == facts["accelerated"][k] for k in code)
+    run = demo_default.g3_run()["id"]
+    shown = demo_default.run_json(run)["checks"]
+    assert isinstance(shown, list)
+    found: dict[str, list[dict[str, object]]] = {}
+    for c in shown:
+        found.setdefault(str(c["name"]), []).append(c)
+    differ = found["test_arms_differ_only_by_the_accelerator"]
+    assert len(differ) == 2 and all(c["outcome"] == "PASS" for c in differ), differ  # a layout
+    assert len(found["test_cell"]) == 6  # 2 layouts x 3 tiers
+    for cell in found["test_cell"]:
+        assert cell["outcome"] in ("PASS", "INCONCLUSIVE")
+        assert "arms differ" not in str(cell["message"]) and "not verified" not in str(
+            cell["message"])
+    # the preflight's identity reading of every instance: "engine identity ARM TP8#0"
+    seen: dict[str, dict[str, dict[str, object]]] = {}
+    for key, value in demo_default.query(
+            "SELECT key, value FROM host_fact WHERE run_id = ? AND "
+            "key LIKE 'engine identity %'", run):
+        _, _, arm, instance = str(key).split()
+        seen.setdefault(instance, {})[arm] = json.loads(str(value))
+    assert sorted(seen) == ["TP4x2#0", "TP4x2#1", "TP8#0"]
+    for instance, read in seen.items():
+        facts = {arm: dict(read[arm]["facts"])  # type: ignore[call-overload]
+                 for arm in ("baseline", "accelerated")}
+        for arm in facts:
+            assert not read[arm]["problem"], (instance, read[arm]["problem"])
+            assert facts[arm]["pkg:harness.location"] == str(REPO / "harness")
+            assert facts[arm]["proc:libs"].split()[0].isdigit()
+            assert read[arm]["libs"]
+        code = [k for k in facts["baseline"] if k.split(":")[0] in ("proc", "pkg")]
+        assert {"proc:exe", "proc:exe_sha256", "proc:cwd", "proc:libs",
+                "pkg:harness.files"} <= set(code)
+        assert all(facts["baseline"][k] == facts["accelerated"][k] for k in code), instance
 
 
 def test_a_baseline_shadowing_the_engines_code_from_another_cwd_is_error(

@@ -19,7 +19,9 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -27,6 +29,10 @@ from g3_site import Site, one_cell_site
 from gate_testing import GATE
 from sim_support.lying_proxy import lying_proxy
 
+if TYPE_CHECKING:
+    from demo_fixtures import Demo
+
+pytest_plugins = ["demo_fixtures"]
 pytestmark = pytest.mark.slow
 
 SECRET = "sudo-pw-must-not-leak-4711"
@@ -214,25 +220,41 @@ def test_kill_minus_9_then_resume_leaves_nothing_running_and_counts_nothing_twic
     assert again.returncode == 4 and "finished" in again.stderr
 
 
-def test_a_resume_replays_stored_pairs_to_the_same_decision(site: Site) -> None:
-    """A crash after the pairs were stored but before the cell's decision: the resume
+def test_a_resume_replays_stored_pairs_to_the_same_decision(demo_default: Demo,
+                                                            tmp_path: Path) -> None:
+    """A crash after the pairs were stored but before the cells' decisions: the resume
     decides again from the stored pairs (never 'look 3 but 4 pairs given'), measures
-    nothing new, and reaches the same decision with one check row each."""
-    first = site.gate("run", "G3", "--force")
+    nothing new, and reaches the same decisions with one check row each.
+
+    On a copy of the README demo's store (tests/demo_fixtures.py, run once a session): six
+    cells, each decided from 3 to 8 pairs (a cell that took pairs past its first look is
+    replayed look by look). The copy's config names the demo's own directories and ports
+    (a resume needs the same config): the preflight's engines start there again, on the
+    demo's ports, leased again meanwhile."""
+    first = demo_default.out
     assert first.returncode in (0, 1, 2), first.stdout + first.stderr[-2000:]
-    before = site.query("SELECT verdict, repetitions, gain, gain_lo, drop_lo FROM cell")
-    phases = site.query("SELECT count(*) FROM benchmark")
-    with sqlite3.connect(site.root / "gate.db") as conn:  # what a crash would have left
-        conn.execute("DELETE FROM cell")
-        conn.execute("DELETE FROM \"check\" WHERE name = 'test_cell'")
+    run = int(demo_default.g3_run()["id"])  # type: ignore[call-overload]
+    copy = demo_default.copy_site(tmp_path / "site") / "gate.db"
+    cells = ("SELECT layout, tier, verdict, repetitions, gain, gain_lo, drop_lo FROM cell "
+             f"WHERE run_id = {run} ORDER BY layout, tier")
+    with closing(sqlite3.connect(copy)) as conn, conn:  # what a crash would have left
+        before = list(conn.execute(cells))
+        phases = list(conn.execute("SELECT count(*) FROM benchmark"))
+        conn.execute(f"DELETE FROM cell WHERE run_id = {run}")
+        conn.execute(f"DELETE FROM \"check\" WHERE name = 'test_cell' AND run_id = {run}")
         conn.execute("UPDATE run SET status='RUNNING', verdict=NULL, finished_at=NULL, "
-                     "pid=999999")
-    resumed = site.gate("resume", "1")
+                     f"pid=999999 WHERE id = {run}")
+    with demo_default.ports_held():
+        resumed = demo_default.gate("resume", str(run), db=copy)
     assert resumed.returncode == first.returncode, resumed.stdout + resumed.stderr[-2000:]
-    assert site.query("SELECT verdict, repetitions, gain, gain_lo, drop_lo FROM cell") == before
-    assert site.query("SELECT count(*) FROM benchmark") == phases  # nothing re-measured
-    names = [c["name"] for c in site.run_json(1)["checks"]]  # type: ignore[attr-defined]
-    assert sorted(names) == sorted(set(names)) and len(names) == 5
+    with closing(sqlite3.connect(copy)) as conn:
+        assert list(conn.execute(cells)) == before
+        assert list(conn.execute("SELECT count(*) FROM benchmark")) == phases  # nothing new
+    shown = demo_default.run_json(run, db=copy)["checks"]
+    assert isinstance(shown, list)
+    names = [c["nodeid"] for c in shown]  # a check's name repeats across layouts and tiers
+    # one check row each: 2 layouts x 4 preflight checks, 2 layouts x 3 cells
+    assert sorted(names) == sorted(set(names)) and len(names) == 14
 
 
 # -- 7 ---------------------------------------------------------------------------------
