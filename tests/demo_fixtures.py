@@ -27,6 +27,8 @@ import pytest
 import yaml
 from gate_testing import GATE
 
+from harness.demo import PORT_LOCKS
+
 ONE_CELL = ("--set", "gates.g3.tiers=[16]", "--set", "gates.g3.layouts=[TP8]")
 
 
@@ -90,7 +92,7 @@ class Demo:
         another demo on this machine must not pick them meanwhile."""
         cfg = yaml.safe_load((self.site / "gate.yaml").read_text())
         port = int(cfg["layouts"][0]["instances"][0]["port"])
-        folder = Path(tempfile.gettempdir()) / "gate-demo-ports"
+        folder = Path(tempfile.gettempdir()) / PORT_LOCKS
         folder.mkdir(exist_ok=True)
         fds = [os.open(folder / f"{p}.lock", os.O_RDWR | os.O_CREAT, 0o666)
                for p in (port, port + 1)]
