@@ -69,6 +69,12 @@ def cell(site: Site, run: int) -> dict[str, object]:
 
 def test_a_kv_store_in_memory_in_front_of_the_flash_is_not_the_accelerators_work(
         site: Site) -> None:
+    # What is asserted is the device evidence's reason. At speed 30 a TTFT p50 is ~3 ms,
+    # so on a busy machine a 0.4 ms event-loop lag already reads "client saturated" (13 %
+    # > 10 %), and that reason would stand in the cell's place (seen in CI beside another
+    # job): the client's bound is loosened here, which only weakens a PASS none of these
+    # runs can reach.
+    site.edit({"load": {"health": {"max_client_delay_share": 0.5}}})
     with_memory_tier(site, 1.0)
     out = site.gate("run", "G3", "--force", "--set", "gates.g3.repetitions.max=3")
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]

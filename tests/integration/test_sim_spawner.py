@@ -7,6 +7,7 @@ leaves its engines running; no zombies pile up; a bad request gets an error answ
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -246,7 +247,13 @@ def test_forked_engine_has_a_new_interpreters_signals_and_session(
     """The engine's signal dispositions are a new interpreter's, not the spawner's."""
     sock, _ = spawner
     forked = start_engine(EngineSpec(port=0), tmp_path / "f", spawner=sock)
-    plain = start_engine(EngineSpec(port=0), tmp_path / "p")
+    # A runner under nohup ignores SIGHUP and a plain child inherits that; the reference
+    # is a new interpreter from a parent with default dispositions.
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        plain = start_engine(EngineSpec(port=0), tmp_path / "p")
+    finally:
+        signal.signal(signal.SIGHUP, previous)
     try:
         def masks(pid: int) -> dict[str, str]:
             lines = Path(f"/proc/{pid}/status").read_text().splitlines()
