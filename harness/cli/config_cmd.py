@@ -4,15 +4,11 @@ checked as a run would check it, before any host is touched."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import config_option, emit_json, inventory_option, json_option, set_option
 from harness.cli.context import open_config
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.group("config")
