@@ -158,13 +158,10 @@ def config_summary(config: SiteConfig, inventory: Inventory) -> str:
     """`gate config validate`: every layout fits the GPUs its hosts' BOM group orders
     (exit 4 naming it; G3's layout check holds it against G1's count too, and a host
     whose group orders no GPU is left to that check); says the layout hosts."""
-    from harness.config.bom import declared_gpus
     from harness.errors import ConfigError
-    from harness.serving.layout_fit import HostGpus, misfits
+    from harness.serving.layout_fit import misfits, ordered_gpus
 
-    ordered = {name: HostGpus(name, found[1], bom_group=found[0])
-               for name, spec in inventory.hosts.items()
-               if (found := declared_gpus(config.gates.g1, spec.groups)) is not None}
+    ordered = ordered_gpus(config.gates.g1, inventory)
     for i, layout in enumerate(config.layouts):
         bad = [m for m in misfits(layout, ordered) if m.found is not None]
         if bad:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.config.bom import GPU_COUNT_FACT, declared_gpus
+from harness.config.bom import GPU_COUNT_FACT
 from harness.config.inventory import Inventory
 from harness.config.models import Layout, SiteConfig
 from harness.g3.rules import Card
@@ -14,7 +14,7 @@ from harness.loadgen.probe import ServerInfo
 from harness.probes.prometheus import MetricsSnapshot, exposes_tier
 from harness.reasons import Reason
 from harness.serving.identity import ArmComparison
-from harness.serving.layout_fit import HostGpus, misfits
+from harness.serving.layout_fit import HostGpus, misfits, ordered_gpus
 from harness.serving.problems import Problem, ProblemKind
 from harness.store import Store
 
@@ -98,14 +98,15 @@ def host_gpus(store: Store, run_id: int, config: SiteConfig,
 
     counted = gate_facts(store, run_id, "G1", GPU_COUNT_FACT)
     listed = gate_facts(store, run_id, "G1", "gpu uuids")  # G1 runs before the count fact
+    ordered = ordered_gpus(config.gates.g1, inventory)
     found: dict[str, HostGpus] = {}
-    for name, spec in inventory.hosts.items():
+    for name in inventory.hosts:
         if name in counted and isinstance(counted[name][1], int):
             found[name] = HostGpus(name, counted[name][1], g1_run=counted[name][0])
         elif name in listed and isinstance(listed[name][1], list):
             found[name] = HostGpus(name, len(listed[name][1]), g1_run=listed[name][0])
-        elif (ordered := declared_gpus(config.gates.g1, spec.groups)) is not None:
-            found[name] = HostGpus(name, ordered[1], bom_group=ordered[0])
+        elif name in ordered:
+            found[name] = ordered[name]
     return found
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.config.models import Layout
+from harness.config.bom import declared_gpus
+from harness.config.inventory import Inventory
+from harness.config.models import G1, Layout
 from harness.reasons import Reason
 
 
@@ -32,6 +34,14 @@ class HostGpus:
         if self.g1_run is not None:
             return f"G1 run {self.g1_run}, nvidia-smi"
         return f"the {self.bom_group} group's BOM; no G1 record"
+
+
+def ordered_gpus(g1: G1, inventory: Inventory) -> dict[str, HostGpus]:
+    """What the BOM of each inventory host's group orders (hosts whose group orders no
+    GPU are left out): the count a layout is held to where G1 has not counted."""
+    return {name: HostGpus(name, found[1], bom_group=found[0])
+            for name, spec in inventory.hosts.items()
+            if (found := declared_gpus(g1, spec.groups)) is not None}
 
 
 @dataclass(frozen=True)
