@@ -24,6 +24,11 @@ class SSEDecoder:
         """Bytes held back for an event that has not ended yet."""
         return len(self._buf)
 
+    @property
+    def idle(self) -> bool:
+        """Between events: nothing held back, no CR awaiting its LF."""
+        return not self._buf and not self._drop_lf
+
     def feed(self, chunk: bytes) -> list[bytes]:
         # Fast path: nothing held back and the read is exactly one `data: ...` event (what
         # a token chunk is nearly every time). Same result as the general path below.

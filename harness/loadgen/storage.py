@@ -22,7 +22,12 @@ from harness.loadgen.phase import PhaseOutcome
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.sampler import MetricsSampler
 from harness.store.db import Store
-from harness.store.writer import finish_benchmark, insert_requests, insert_series, start_benchmark
+from harness.store.writer import (
+    finish_benchmark,
+    insert_request_values,
+    insert_series,
+    start_benchmark,
+)
 
 LABEL = "bench{}"  # a phase's label where it runs: its benchmark row's id
 _LABELLED = re.compile(r"^bench(\d+)-")
@@ -55,8 +60,8 @@ class RequestSink:
         self.stored = 0
 
     def __call__(self, batch: Sequence[RequestRecord]) -> None:
-        self.stored += insert_requests(self.store, self.benchmark_id,
-                                       [r.to_row() for r in batch])
+        self.stored += insert_request_values(self.store, self.benchmark_id,
+                                             [r.values() for r in batch])
 
 
 def sampled(sampler: MetricsSampler) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -111,6 +111,18 @@ def test_chunks_blob_roundtrip_and_row(records: list[RequestRecord]) -> None:
     assert records[3].to_row()["chunks"] is None
 
 
+def test_record_values_are_its_row_in_column_order(records: list[RequestRecord]) -> None:
+    """values() is the writer thread's shortcut past to_row(): the same row, in the order
+    insert_request_values takes, the chunks blob byte for byte (list and array packing)."""
+    from harness.store.writer import REQUEST_COLUMNS
+
+    for rec in records:
+        row = rec.to_row()
+        assert rec.values() == tuple(row[c] for c in REQUEST_COLUMNS)
+    times = [0.1, 0.15, 1234.5]
+    assert pack_chunks(times) == pack_chunks(np.array(times))
+
+
 def test_vectorised_itl_and_peaks_match_the_plain_definitions() -> None:
     rng = np.random.default_rng(4)
     recs = []
