@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from harness.errors import InfrastructureError
-from harness.g3.disks import kv_volume_sources, storage_sources
 from harness.g3.session import G3Session
 from harness.pytest_plugin import GATE_KEY, GateContext
 from harness.remote.placement import load_executor, stop_left_phases
 from harness.serving.arms import ArmControl, transport_action_runner
 from harness.serving.cells import cells, layouts
+from harness.serving.disks import kv_volume_sources, storage_sources
 from harness.serving.enginelogs import EngineLogs
 from harness.serving.engines import EngineWatch, clean_slate
 

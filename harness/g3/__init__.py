@@ -4,8 +4,8 @@ arms, phases and cells it drives are harness.serving's, shared with G2 and G4.
 plan.py      which repetitions, in which seeded ABBA order; the suite's plan (the checks
              it must produce); dry-run estimates
 preflight.py the arms comparable before anything is measured
-disks.py     the storage hosts' and GPU hosts' device counters around each phase
-evidence.py  /metrics deltas and storage read bandwidth during a measured phase
+evidence.py  /metrics deltas and storage read bandwidth during a measured phase (the
+             devices' counters: harness/serving/disks.py)
 clocks.py, devices.py  the engine's clock and the devices' reads, judged
 rules.py     pure judgments: arms comparable, restart cold, tier used, failures bounded,
              output at the fixed length

@@ -1,7 +1,7 @@
 """Did the accelerator do the work G3 credits it with? The accelerator's own devices must
 have read the KV the accelerated arm recovered cold, in proportion, and the baseline's
 phase (nearly) nothing from them (docs/g3.md "The decision"): on the storage hosts and,
-where declared, on the GPU hosts' KV volume (harness/g3/disks.py samples both).
+where declared, on the GPU hosts' KV volume (harness/serving/disks.py samples both).
 
 Why devices and not counters: an engine's tier counter counts hits from any external tier
 (an LMCache server or a Mooncake DRAM pool in front of the flash survives the engine's

@@ -1,6 +1,6 @@
 """Evidence that the accelerated arm read its KV from the tier and the baseline did not:
 engine /metrics deltas over the measured phase, and what the phase's parts the vendor
-controls are held against (the devices' reads are sampled in harness/g3/disks.py)."""
+controls are held against (the devices' reads are sampled in harness/serving/disks.py)."""
 
 from __future__ import annotations
 

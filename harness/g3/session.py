@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from harness.config.decision import criteria_for
 from harness.config.models import Layout, SiteConfig
 from harness.errors import MeasurementError
-from harness.g3.disks import DiskSource, StorageSampler
 from harness.g3.evidence import crosschecks, scrape_all, summed_evidence
 from harness.g3.plan import pair_order
 from harness.g3.preflight import Preflight, exposes_external, model_card
@@ -42,6 +41,7 @@ from harness.loadgen.storage import PhaseKey, PhaseWriter
 from harness.loadgen.workloads import Workload
 from harness.serving.arms import ArmControl, endpoints, health_path
 from harness.serving.cells import ARMS, Cell, doc_seed, docs_for
+from harness.serving.disks import DiskSource, StorageSampler
 from harness.serving.engines import EngineWatch, Observation
 from harness.serving.gate_run import REMEASURES, GateRun
 from harness.serving.identity import compare_arms

@@ -13,4 +13,6 @@ phase_checks.py  what every measured phase must show before it counts
 gate_run.py    what a serving session uses of the running gate (GateRun)
 layout_fit.py  TP x instances against the GPUs each host has
 problems.py    why a phase or cell cannot be decided: a code with parameters
+disks.py       the accelerator's devices (storage hosts, the GPU hosts' KV volume) read
+               from diskstats: G3 around each phase, G4 at each window's edge
 """

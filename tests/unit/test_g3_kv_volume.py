@@ -1,6 +1,6 @@
 """The GPU hosts' side of the device evidence (issue 24, item 1): the KV volume resolved
 with findmnt -T as G2 resolves its targets, its line of /proc/diskstats found by MAJ:MIN,
-and held to the same rule as the storage hosts' devices (harness/g3/disks.py, devices.py).
+and held to the same rule as the storage hosts' devices (harness/serving/disks.py, devices.py).
 
 Parsers run on captures (tests/fixtures/hw/SOURCES.md, tests/fixtures/probes/SOURCES.md);
 the resolution runs real findmnt on this machine's own filesystems.
@@ -16,9 +16,9 @@ import pytest
 from harness.config.models import Evidence, KvVolume, SiteConfig
 from harness.errors import MeasurementError
 from harness.g3.devices import device_problem, device_share
-from harness.g3.disks import kv_volume_source
 from harness.probes.diskstats import bytes_read_of
 from harness.probes.findmnt import Mount, parse_findmnt
+from harness.serving.disks import kv_volume_source
 from harness.serving.problems import JSONDict, ProblemKind
 from harness.transport.local import LocalTransport
 
