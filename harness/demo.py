@@ -187,7 +187,13 @@ gates:
     evidence:
       diskstats: {disk}
       storage_groups: [storage]
-{volume.yaml() if volume is not None else ""}
+{volume.yaml() if volume is not None else ""}  g4:
+    # A soak of seconds, not 72 h: a demo shows how G4 judges windows, not a stack's
+    # stability (a soak shorter than 72 h is a weakened setting: it needs a sign-off).
+    duration: 24s
+    window: 2s
+    baseline: 8s
+    concurrency: 4
 # `gate plan` holds the SLA against G2's figures of this fio target (docs/plan.md)
 plan: {{volume: volume}}
 report: {{lang: en}}
@@ -321,11 +327,18 @@ class DemoOutcome:
     def exit_code(self) -> int:
         """The verdict where the campaign stopped: the first gate that did not PASS (a G1
         STOP-LOSS ends the demo there), else PASS once the demo's last gate ran (ERROR when
-        it never did)."""
-        ran = [s.outcome for s in self.steps if s.outcome is not None]
-        for outcome in ran:
-            if outcome.exit_code != 0:
-                return outcome.exit_code
+        it never did). A gate the demo runs shortened (its `demo_shortened` hook) that
+        ended only needing a sign-off is as far as the demo can take it: PASS here."""
+        from harness.runner import suite_hooks
+
+        for step in self.steps:
+            outcome = step.outcome
+            if outcome is None or outcome.exit_code == 0:
+                continue
+            if outcome.needs_signoff and step.gate.built \
+                    and suite_hooks(step.gate.id).demo_shortened:
+                continue
+            return outcome.exit_code
         built = [s for s in self.steps if s.gate.built]
         return 0 if built and built[-1].outcome is not None else 3
 
@@ -335,7 +348,7 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
              events: CampaignEvents, progress: Progress | None,
              say: Callable[[str], None], db_url: str | None = None) -> DemoOutcome:
     """Write the site, run the campaign against it (every gate whose suite runs in a
-    demo: G1, G2, G3; G4's soak could not end in minutes; a gate not built is passed over
+    demo: G1, G2, G3 and G4's soak shortened to seconds; a gate not built is passed over
     and any gate after one would run FORCED), render the report. The caller shows what
     happens. The store is the site's gate.db unless `db_url` names another."""
     from harness.campaign import run_campaign

@@ -38,6 +38,11 @@ def _emit(step: Step, state: str, took: float | None = None) -> None:
                           "took": took}})
 
 
+def finished(step: Step, took: float) -> None:
+    """A step that ended elsewhere and is only now known (a detached soak's window)."""
+    _emit(step, "end", took)
+
+
 class Timed:
     """`with Timed(step):` announces the step and, at its end, how long it took."""
 

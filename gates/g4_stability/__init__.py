@@ -1,15 +1,19 @@
-"""G4 72 h stability suite (a skeleton until the soak is built: issue 26).
+"""G4 72 h stability suite: a detached soak of the accelerated arm, judged window by
+window (docs/g4.md).
 
-Its plan and config checks live in harness.g4.plan; HOOKS is what generic code may ask
-this suite (harness/suite_hooks.py, docs/gates.md). `gate demo` leaves G4 out until the
-soak can be shortened to the demo's minutes.
+Its plan and config checks live in harness.g4.plan, the soak and its viewer in
+harness.g4; HOOKS is what generic code may ask this suite (harness/suite_hooks.py,
+docs/gates.md): `gate runs abort` stops a soak the gate left running.
 """
 
+from harness.config.decision import g4_deviations
 from harness.g4.plan import expected_checks, validate, weakened
+from harness.g4.session import release_soak
 from harness.serving.cells import unserved
 from harness.suite_hooks import SuiteHooks
 
 HOOKS = SuiteHooks(expected_checks=expected_checks, validate=validate, weakened=weakened,
-                   unconfigured=unserved, in_demo=False)
+                   unconfigured=unserved, release=release_soak, deviations=g4_deviations,
+                   demo_shortened=True)
 
 __all__ = ["HOOKS"]

@@ -55,13 +55,14 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
          db_url: str | None, overrides: tuple[str, ...]) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
-    Runs G1, G2 and G3 in order, each after the one before passed, and stops at the
-    first that does not PASS; G4 stays out of the demo (its soak cannot end in minutes)
-    and is shown "not run".
+    Runs G1, G2, G3 and G4 in order, each after the one before passed, and stops at the
+    first that does not PASS. G4's soak is shortened to seconds (72 h at a site), so its
+    best end is INCONCLUSIVE "needs a sign-off" (a shortened soak is a weakened setting).
     Every run is flagged SIMULATED. --set applies to the gate.yaml the demo writes (a
     relative path in a value is relative to that file's directory). Exit code: the
-    verdict where the campaign stopped, G3's when G1 and G2 pass (0 PASS, 1 STOP-LOSS,
-    2 INCONCLUSIVE, 3 ERROR), 4 for a bad --set."""
+    verdict where the campaign stopped (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR;
+    0 when G1 to G3 pass and the shortened G4 needs only its sign-off), 4 for a bad
+    --set."""
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer, live_progress

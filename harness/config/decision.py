@@ -1,11 +1,12 @@
-"""G3's decision settings in one place: what each one is, its default, its bound, and
-which way is weaker.
+"""G3's and G4's decision settings in one place: what each one is, its default, its
+bound, and which way is weaker.
 
 The bounds themselves are enforced by the config models (a value past a bound is refused
 at load, exit 4); this module reads them from there, so the numbers exist once. It answers
 one question for the run, `gate runs show` and the report's first page: which decision
 settings differ from the defaults, and does any difference weaken the test? A weakened
-G3 result needs a reviewer's sign-off before it counts as PASS.
+G3 result needs a reviewer's sign-off before it counts as PASS; so does G4's
+(G4_SETTINGS: its soak's length and criteria, harness/g4/plan.py).
 
 It works on the raw config dict (a run's stored `config_json` too), so a run stored by
 an older harness is still described, not re-validated.
@@ -21,7 +22,18 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from harness.config.knobs import undocumented
-from harness.config.models import CRITERIA, G3, Evidence, G3Thresholds, LoadHealth, Repetitions
+from harness.config.models import (
+    CRITERIA,
+    G3,
+    G4,
+    Evidence,
+    G3Thresholds,
+    G4Criteria,
+    LoadHealth,
+    Repetitions,
+    parse_duration,
+    span,
+)
 
 Weaker = Literal["lower", "higher"]
 
@@ -35,6 +47,7 @@ class Setting:
     model: type[BaseModel]
     weaker: Weaker | None
     why: str
+    seconds: bool = False  # a duration: shown as "72h", read from a number or "72h"
 
     @property
     def key(self) -> str:
@@ -48,6 +61,21 @@ class Setting:
     def default(self) -> float:
         value = self.field.default
         assert isinstance(value, int | float)
+        return float(value)
+
+    def show(self, value: float) -> str:
+        return span(value) if self.seconds else _num(value)
+
+    def value(self, raw: Mapping[str, Any]) -> float | None:
+        """The setting's number in a config dict (None: absent, or not a number)."""
+        value = _get(raw, self.path)
+        if self.seconds and isinstance(value, str):
+            try:
+                value = parse_duration(value)
+            except ValueError:
+                return None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
         return float(value)
 
     def bound(self) -> str:
@@ -108,6 +136,36 @@ SETTINGS: tuple[Setting, ...] = (
             "how far an open loop's send rate may fall short of its target"),
 )
 
+# G4's soak: a shorter one claims less than the 72 h G4 promises (a demo or a test may run
+# one; its PASS is signed like any weakened one), and each criterion looser than its
+# default lets more through. The window and the baseline shape the fit but weaken nothing
+# on their own (the model refuses a soak with too few windows to fit a trend).
+_G4 = ("gates", "g4")
+_G4C = (*_G4, "criteria")
+G4_SETTINGS: tuple[Setting, ...] = (
+    Setting((*_G4, "duration"), G4, "lower",
+            "how long the accelerated stack is soaked under load (G4 promises 72 h)",
+            seconds=True),
+    Setting((*_G4, "window"), G4, None, "the length of one judged window", seconds=True),
+    Setting((*_G4, "baseline"), G4, None,
+            "the first part of the soak, the level the drifts are shares of", seconds=True),
+    Setting((*_G4C, "max_error_rate"), G4Criteria, "higher",
+            "share of a window's requests that may fail"),
+    Setting((*_G4C, "max_ttft_drift_per_24h"), G4Criteria, "higher",
+            "TTFT p50 growth per 24 h (its interval's upper end)"),
+    Setting((*_G4C, "max_throughput_drift_per_24h"), G4Criteria, "higher",
+            "throughput fall per 24 h (its interval's lower end, negated)"),
+    Setting((*_G4C, "max_memory_growth_per_24h"), G4Criteria, "higher",
+            "engine memory growth per 24 h (its interval's upper end)"),
+    Setting((*_G4C, "max_restarts"), G4Criteria, "higher", "engine restarts over the soak"),
+    Setting((*_G4C, "min_engaged_share"), G4Criteria, "lower",
+            "each window's tier hits and device reads, as a share of the baseline's"),
+    Setting((*_G4C, "min_device_share"), G4Criteria, "lower",
+            "device bytes a window's tier hits must be backed by, as a share of the KV "
+            "they stand for"),
+    Setting((*_G4C, "confidence"), G4Criteria, "lower", "confidence of the drifts' intervals"),
+)
+
 
 @dataclass(frozen=True)
 class Deviation:
@@ -137,18 +195,22 @@ def _num(x: float) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
-def deviations(raw: Mapping[str, Any]) -> list[Deviation]:
-    """Every G3 decision setting of a config (dict form) that differs from its default."""
+def _numeric(raw: Mapping[str, Any], settings: Sequence[Setting]) -> list[Deviation]:
+    """Each of `settings` whose number in `raw` is not its default."""
     out = []
-    for s in SETTINGS:
-        value = _get(raw, s.path)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            continue
-        if float(value) == s.default:
+    for s in settings:
+        value = s.value(raw)
+        if value is None or value == s.default:
             continue
         weakened = (s.weaker == "lower" and value < s.default) or \
                    (s.weaker == "higher" and value > s.default)
-        out.append(Deviation(s.key, _num(float(value)), _num(s.default), weakened, s.why))
+        out.append(Deviation(s.key, s.show(value), s.show(s.default), weakened, s.why))
+    return out
+
+
+def deviations(raw: Mapping[str, Any]) -> list[Deviation]:
+    """Every G3 decision setting of a config (dict form) that differs from its default."""
+    out = _numeric(raw, SETTINGS)
     out += _drop_caches(raw) + _criteria(raw) + _differs_by(raw)
     if _get(raw, (*_G3, "engine_process_check")) is False:
         out.append(Deviation("gates.g3.engine_process_check", "false", "true", True,
@@ -220,6 +282,15 @@ def _differs_by(raw: Mapping[str, Any]) -> list[Deviation]:
 
 def weakened(raw: Mapping[str, Any]) -> list[Deviation]:
     return [d for d in deviations(raw) if d.weakened]
+
+
+def g4_deviations(raw: Mapping[str, Any]) -> list[Deviation]:
+    """Every G4 setting of a config (dict form) that differs from its default."""
+    return _numeric(raw, G4_SETTINGS)
+
+
+def g4_weakened(raw: Mapping[str, Any]) -> list[Deviation]:
+    return [d for d in g4_deviations(raw) if d.weakened]
 
 
 def criteria_for(criteria: Mapping[str, Sequence[str]], layout: str) -> tuple[str, ...]:

@@ -92,11 +92,11 @@ def key_path(loc: tuple[int | str, ...]) -> str:
     return key_text(user_loc(loc)) or "(top level)"
 
 
-# Keys that were accepted once and never read; a config that still sets one is told so,
-# not asked to check its spelling.
-RETIRED = {
-    **{f"gates.g4.{k}": "G4" for k in ("duration", "concurrency", "window", "criteria")},
-}
+# Keys that were accepted once and are no longer read, each with why (a sentence that
+# ends "remove the key" well); a config that still sets one is told so, not asked to
+# check its spelling. None today: gates.g4's duration, window, concurrency and criteria,
+# once refused here, are G4's settings now.
+RETIRED: dict[str, str] = {}
 
 
 def _model_fields(loc: Sequence[int | str]) -> list[str]:
@@ -134,8 +134,7 @@ def _unwrap(node: Any, part: int | str) -> Any:
 def _unknown(loc: tuple[int | str, ...]) -> str:
     key = key_text(loc)
     if key in RETIRED:
-        return (f"no longer a setting (nothing read it): {RETIRED[key]} has only `optional` "
-                f"until its suite is built; remove the key")
+        return f"no longer a setting: {RETIRED[key]}; remove the key"
     close = difflib.get_close_matches(str(loc[-1]), _model_fields(loc[:-1]), n=1) \
         if loc else []
     if close:
@@ -157,16 +156,17 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def _bounded(error: dict[str, Any]) -> str | None:
-    """A G3 decision setting past its bound says which bound and why it exists."""
-    from harness.config.decision import SETTINGS
+    """A G3 or G4 decision setting past its bound says which bound and why it exists."""
+    from harness.config.decision import G4_SETTINGS, SETTINGS
 
     key = key_path(error.get("loc", ()))
-    setting = next((s for s in SETTINGS if s.key == key), None)
+    setting = next((s for s in (*SETTINGS, *G4_SETTINGS) if s.key == key), None)
     if setting is None or error.get("type") not in ("greater_than_equal", "less_than_equal",
                                                     "greater_than", "less_than"):
         return None
+    default = setting.show(setting.default) if setting.seconds else f"{setting.default:g}"
     return (f"{json.dumps(error.get('input'))} is outside the allowed range "
-            f"({setting.bound()}; default {setting.default:g}): {setting.why}")
+            f"({setting.bound()}; default {default}): {setting.why}")
 
 
 def _yaml_load(text: str, source: str) -> Any:

@@ -192,7 +192,34 @@ COMMENTS: dict[str, str] = {
                                                 "recomputes",
     "gates.g3.estimate.tier_tokens_per_s": "prompt tokens per second read from the tier",
     "gates.g3.optional": "check names that may be skipped without an ERROR",
-    "gates.g4": "G4 72 h stability",
+    "gates.g4": "G4 72 h stability: one layout's accelerated arm under load, judged window "
+                "by window (docs/g4.md); durations are seconds or 90s, 5m, 1.5h, 3d",
+    "gates.g4.duration": "how long the soak runs, seconds (default 72 h: shorter needs a "
+                         "sign-off)",
+    "gates.g4.window": "the soak is cut into windows this long, each judged on its own",
+    "gates.g4.baseline": "the first part of the soak: the level the drifts are shares of; "
+                         "trends are fitted after it (at least 3 windows must follow)",
+    "gates.g4.concurrency": "requests in flight, closed loop (each sends its next when its "
+                            "last ends)",
+    "gates.g4.layout": "the layout whose accelerated arm is soaked; null: the first of "
+                       "layouts",
+    "gates.g4.stop_early": "a hard criterion failing ends the soak there as STOP-LOSS",
+    "gates.g4.criteria": "what every window and trend must show (looser than a default "
+                         "needs a reviewer's sign-off)",
+    "gates.g4.criteria.max_error_rate": "share of a window's requests that may fail",
+    "gates.g4.criteria.max_ttft_drift_per_24h": "TTFT p50 growth per 24 h, share of the "
+                                                "baseline's level (its interval's upper end)",
+    "gates.g4.criteria.max_throughput_drift_per_24h": "throughput fall per 24 h, share of "
+                                                      "the baseline's (its interval's lower "
+                                                      "end)",
+    "gates.g4.criteria.max_memory_growth_per_24h": "engine RSS growth per 24 h, share of the "
+                                                   "baseline's (its interval's upper end)",
+    "gates.g4.criteria.max_restarts": "engine restarts over the soak",
+    "gates.g4.criteria.min_engaged_share": "every window's tier hits and device reads, share "
+                                           "of the baseline's mean per window, at least",
+    "gates.g4.criteria.min_device_share": "device bytes read, share of the KV bytes a "
+                                          "window's tier hits stand for (G3's rule), at least",
+    "gates.g4.criteria.confidence": "confidence of the drifts' intervals (0.90 .. 0.99)",
     "gates.g4.optional": "check names that may be skipped without an ERROR",
     "plan": "`gate plan`: the customer's SLA turned into storage requirements and held "
             "against G2's results (docs/plan.md); never a gate",

@@ -20,6 +20,10 @@ from harness.g4.windows import Window
 from harness.reasons import Reason
 from harness.verdict import Verdict
 
+# Every criterion a soak is judged on, in the order the report lists them.
+CRITERIA = ("error_rate", "ttft_drift", "throughput_drift", "memory_growth", "restarts",
+            "engaged")
+
 
 @dataclass(frozen=True)
 class Criteria:
@@ -30,14 +34,18 @@ class Criteria:
     max_throughput_drift_per_24h: float = 0.10  # the throughput slope's lower bound, negated
     max_memory_growth_per_24h: float = 0.02  # engine RSS, upper bound
     max_restarts: int = 0
-    min_engaged_share: float = 0.5  # of the first hour's hits and device reads, per window
+    min_engaged_share: float = 0.5  # of the baseline's hits and device reads, per window
     min_device_share: float = 0.5  # device bytes / KV bytes the hits stand for (G3's rule)
     baseline_h: float = 1.0  # the first hour: the level drifts are shares of
     confidence: float = 0.95
+    duration_h: float = 72.0  # the soak's: drifts are per 24 h, or per its length if shorter
 
 
 @dataclass(frozen=True)
 class Judgement:
+    """`window`: the index (from 0) of the first window that missed; its words count
+    windows from 1, as the progress line and the report do."""
+
     criterion: str  # error_rate, ttft_drift, throughput_drift, memory_growth, restarts,
     verdict: Verdict  # engaged
     reason: Reason
@@ -50,6 +58,16 @@ DRIFT_WORDS = {"ttft_drift": "TTFT p50 drift", "throughput_drift": "throughput d
                "memory_growth": "engine memory growth"}
 
 
+def horizon_words(hours: float) -> str:
+    """A drift's horizon in words: 24 h, or a short soak's own length (90 s, 5 min)."""
+    seconds = hours * 3600
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:g} min"
+    return f"{hours:g} h"
+
+
 def _pct(x: float) -> str:
     return f"{x:.1%}"
 
@@ -59,30 +77,40 @@ def error_rate(windows: Sequence[Window], c: Criteria) -> Judgement:
         if w.requests and w.error_rate > c.max_error_rate:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(w.errors.items()))
             return Judgement("error_rate", Verdict.STOP_LOSS, Reason(
-                "g4.error_rate", {"window": w.index, "share": _pct(w.error_rate),
+                "g4.error_rate", {"window": w.index + 1, "share": _pct(w.error_rate),
                                   "max": _pct(c.max_error_rate), "kinds": kinds}),
-                f"window {w.index}: {_pct(w.error_rate)} of requests failed "
+                f"window {w.index + 1}: {_pct(w.error_rate)} of requests failed "
                 f"(> {_pct(c.max_error_rate)}: {kinds})", w.index)
     return Judgement("error_rate", Verdict.PASS, Reason(
         "g4.error_rate_ok", {"max": _pct(c.max_error_rate)}),
         f"every window at most {_pct(c.max_error_rate)} failed")
 
 
-def _drift(name: str, d: Drift | None, limit: float, worse: float) -> Judgement:
-    """`worse`: the interval's end that counts (hi for growth, -lo for a fall)."""
+def _drift(name: str, d: Drift | None, limit: float, worse: float, better: float
+           ) -> Judgement:
+    """`worse` / `better`: the interval's pessimistic and optimistic ends as a growth (hi
+    and lo for a rise, -lo and -hi for a fall). PASS needs the pessimistic end within the
+    limit; STOP-LOSS needs even the optimistic end beyond it; an interval across the limit
+    cannot tell (a soak too short or too noisy for its drift), never PASS."""
     words = DRIFT_WORDS[name]
     if d is None:
         return Judgement(name, Verdict.INCONCLUSIVE, Reason("g4.too_few_windows",
                                                             {"criterion": name}),
-                         f"{words}: too few windows after the first hour to fit a trend")
-    said = {"criterion": name, "value": _pct(d.per_24h), "lo": _pct(d.lo), "hi": _pct(d.hi),
-            "max": _pct(limit)}
-    if worse > limit:
+                         f"{words}: too few windows after the baseline to fit a trend")
+    per = horizon_words(d.horizon_h)
+    said = {"criterion": name, "value": _pct(d.change), "lo": _pct(d.lo), "hi": _pct(d.hi),
+            "max": _pct(limit), "per": per}
+    if better > limit:
         return Judgement(name, Verdict.STOP_LOSS, Reason("g4.drift", said),
-                         f"{words}: {_pct(d.per_24h)} per 24 h [{_pct(d.lo)}, {_pct(d.hi)}] "
-                         f"of the first hour's level, beyond {_pct(limit)}")
+                         f"{words}: {_pct(d.change)} per {per} [{_pct(d.lo)}, {_pct(d.hi)}] "
+                         f"of the baseline's level, beyond {_pct(limit)}")
+    if worse > limit:
+        return Judgement(name, Verdict.INCONCLUSIVE, Reason("g4.drift_undecided", said),
+                         f"{words}: {_pct(d.change)} per {per} [{_pct(d.lo)}, {_pct(d.hi)}]: "
+                         f"the interval reaches past {_pct(limit)}, so the soak cannot tell "
+                         "(too short or too noisy for this drift)")
     return Judgement(name, Verdict.PASS, Reason("g4.drift_ok", said),
-                     f"{words}: {_pct(d.per_24h)} per 24 h [{_pct(d.lo)}, {_pct(d.hi)}], "
+                     f"{words}: {_pct(d.change)} per {per} [{_pct(d.lo)}, {_pct(d.hi)}], "
                      f"within {_pct(limit)}")
 
 
@@ -90,16 +118,19 @@ def drifts(windows: Sequence[Window], c: Criteria) -> list[Judgement]:
     hours = [w.mid_h for w in windows]
 
     def fit(values: list[float | None]) -> Drift | None:
-        return drift(hours, values, baseline_h=c.baseline_h, confidence=c.confidence)
+        return drift(hours, values, baseline_h=c.baseline_h, confidence=c.confidence,
+                     horizon_h=min(24.0, c.duration_h))
 
     ttft = fit([w.ttft_p50_s for w in windows])
     thr = fit([w.throughput_tps if w.requests else None for w in windows])
     rss = fit([w.evidence.engine_rss_bytes for w in windows])
     return [
-        _drift("ttft_drift", ttft, c.max_ttft_drift_per_24h, ttft.hi if ttft else 0.0),
+        _drift("ttft_drift", ttft, c.max_ttft_drift_per_24h, ttft.hi if ttft else 0.0,
+               ttft.lo if ttft else 0.0),
         _drift("throughput_drift", thr, c.max_throughput_drift_per_24h,
-               -thr.lo if thr else 0.0),
-        _drift("memory_growth", rss, c.max_memory_growth_per_24h, rss.hi if rss else 0.0),
+               -thr.lo if thr else 0.0, -thr.hi if thr else 0.0),
+        _drift("memory_growth", rss, c.max_memory_growth_per_24h, rss.hi if rss else 0.0,
+               rss.lo if rss else 0.0),
     ]
 
 
@@ -109,23 +140,26 @@ def restarts(windows: Sequence[Window], c: Criteria) -> Judgement:
         seen += w.evidence.engine_restarts
         if seen > c.max_restarts:
             return Judgement("restarts", Verdict.STOP_LOSS, Reason(
-                "g4.restarts", {"window": w.index, "n": seen, "max": c.max_restarts}),
-                f"window {w.index}: the engine restarted ({seen} > {c.max_restarts})",
+                "g4.restarts", {"window": w.index + 1, "n": seen, "max": c.max_restarts}),
+                f"window {w.index + 1}: the engine restarted ({seen} > {c.max_restarts})",
                 w.index)
     return Judgement("restarts", Verdict.PASS, Reason("g4.restarts_ok", {"n": seen}),
                      f"{seen} engine restarts")
 
 
-def engaged(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float) -> Judgement:
+def engaged(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float,
+            kv_volume: bool = False) -> Judgement:
     """Every window: external-tier hits, device reads >= min_device_share of the KV they
-    stand for, and both >= min_engaged_share of the first hour's mean per window."""
+    stand for, and both >= min_engaged_share of the baseline's mean per window.
+    `kv_volume`: the GPU hosts' KV volume is declared, so its reads are held to the same
+    share (the storage hosts are the vendor's: theirs alone could say anything)."""
     first = [w for w in windows if w.mid_h < c.baseline_h]
     hits0 = [w.evidence.external_hit_tokens or 0.0 for w in first]
     reads0 = [w.evidence.device_read_bytes or 0.0 for w in first]
     level_hits = sum(hits0) / len(hits0) if hits0 else 0.0
     level_reads = sum(reads0) / len(reads0) if reads0 else 0.0
     for w in windows:
-        why = _not_engaged(w, c, kv_bytes_per_token, level_hits, level_reads)
+        why = _not_engaged(w, c, kv_bytes_per_token, level_hits, level_reads, kv_volume)
         if why is not None:
             return Judgement("engaged", Verdict.STOP_LOSS, why,
                              _ENGAGED_TEXT[why.code].format(**why.params), w.index)
@@ -141,19 +175,22 @@ _ENGAGED_TEXT = {
     "g4.not_engaged_no_hits": _NOT + "no external-tier hits",
     "g4.not_engaged_device_share": _NOT + "the devices read {read} GB, {share} of the {kv} GB "
                                           "its hits stand for (< {min})",
+    "g4.not_engaged_kv_volume_share": _NOT + "the GPU hosts' KV volume read {read} GB, {share} "
+                                             "of the {kv} GB its hits stand for (< {min})",
     "g4.not_engaged_hits_below": _NOT + "external-tier hits {hits} tokens, below {min} of "
-                                        "the first hour's {level} per window",
-    "g4.not_engaged_reads_below": _NOT + "device reads {read} GB, below {min} of the first "
-                                         "hour's {level} GB per window",
+                                        "the baseline's {level} per window",
+    "g4.not_engaged_reads_below": _NOT + "device reads {read} GB, below {min} of the "
+                                         "baseline's {level} GB per window",
 }
 
 
 def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: float,
-                 level_reads: float) -> Reason | None:
+                 level_reads: float, kv_volume: bool) -> Reason | None:
     """Why window `w` shows no accelerator at work, or None when it does."""
     ev = w.evidence
-    at = {"window": w.index}
-    if ev.external_hit_tokens is None or ev.device_read_bytes is None:
+    at = {"window": w.index + 1}  # counted from 1, as the progress line and report say
+    if ev.external_hit_tokens is None or ev.device_read_bytes is None \
+            or (kv_volume and ev.kv_volume_read_bytes is None):
         return Reason("g4.not_engaged_unsampled", at)
     if ev.external_hit_tokens <= 0:
         return Reason("g4.not_engaged_no_hits", at)
@@ -163,6 +200,11 @@ def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: 
             **at, "read": f"{ev.device_read_bytes / 1e9:.2f}",
             "share": f"{ev.device_read_bytes / kv:.0%}", "kv": f"{kv / 1e9:.2f}",
             "min": f"{c.min_device_share:.0%}"})
+    vol = ev.kv_volume_read_bytes
+    if kv_volume and vol is not None and vol < c.min_device_share * kv:
+        return Reason("g4.not_engaged_kv_volume_share", {
+            **at, "read": f"{vol / 1e9:.2f}", "share": f"{vol / kv:.0%}",
+            "kv": f"{kv / 1e9:.2f}", "min": f"{c.min_device_share:.0%}"})
     if ev.external_hit_tokens < c.min_engaged_share * level_hits:
         return Reason("g4.not_engaged_hits_below", {
             **at, "hits": f"{ev.external_hit_tokens:.0f}", "min": f"{c.min_engaged_share:.0%}",
@@ -174,12 +216,12 @@ def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: 
     return None
 
 
-def judge(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float
-          ) -> list[Judgement]:
+def judge(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float,
+          kv_volume: bool = False) -> list[Judgement]:
     """Every criterion over the windows so far (a running soak is judged as it goes: a
     hard miss stops it early)."""
     if not windows:
         return [Judgement("windows", Verdict.ERROR, Reason("g4.no_windows"),
                           "no window was measured")]
     return [error_rate(windows, c), *drifts(windows, c), restarts(windows, c),
-            engaged(windows, c, kv_bytes_per_token)]
+            engaged(windows, c, kv_bytes_per_token, kv_volume)]

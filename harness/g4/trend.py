@@ -1,5 +1,8 @@
-"""A soak metric's drift: the least-squares slope over the windows after the first hour,
-with its confidence interval, as a share of the first hour's level per 24 h. Pure.
+"""A soak metric's drift: the least-squares slope over the windows after the baseline (the
+first hour by default), with its confidence interval, as a share of the baseline's level
+over a horizon: 24 h, or the soak's own length when it is shorter (a demo's or a test's
+soak of seconds is held to its own length: a 24 h extrapolation of a minute's trend says
+nothing; such a soak is a weakened setting and needs a sign-off anyway). Pure.
 
 Why a slope and not two points: one slow window at hour 70 against one fast window at
 hour 1 says nothing; a trend fitted through every window says whether the stack is
@@ -21,17 +24,18 @@ from harness.stats.special import t_ppf
 
 @dataclass(frozen=True)
 class Drift:
-    """Relative change per 24 h: the estimate and its two-sided interval."""
+    """Relative change over `horizon_h`: the estimate and its two-sided interval."""
 
-    per_24h: float
+    change: float
     lo: float
     hi: float
-    level: float  # the first hour's mean, what the shares are of
+    level: float  # the baseline's mean, what the shares are of
     windows: int  # fitted
+    horizon_h: float = 24.0
 
 
 def drift(hours: Sequence[float], values: Sequence[float | None], *, baseline_h: float,
-          confidence: float) -> Drift | None:
+          confidence: float, horizon_h: float = 24.0) -> Drift | None:
     """The drift of `values` (one per window, at `hours` from the start), fitted from the
     end of the first `baseline_h` hours; None when the first hour has no level to compare
     with or fewer than 3 windows follow it (no trend can be fitted)."""
@@ -54,6 +58,6 @@ def drift(hours: Sequence[float], values: Sequence[float | None], *, baseline_h:
     df = len(after) - 2
     se = math.sqrt(float(np.sum(resid ** 2)) / df / sxx) if df > 0 else math.inf
     half = t_ppf(0.5 + confidence / 2, df) * se
-    scale = 24.0 / level
-    return Drift(per_24h=slope * scale, lo=(slope - half) * scale, hi=(slope + half) * scale,
-                 level=level, windows=len(after))
+    scale = horizon_h / level
+    return Drift(change=slope * scale, lo=(slope - half) * scale, hi=(slope + half) * scale,
+                 level=level, windows=len(after), horizon_h=horizon_h)

@@ -24,6 +24,7 @@ class Evidence:
 
     external_hit_tokens: float | None = None  # the engine's KV-tier hits (tokens)
     device_read_bytes: float | None = None  # the accelerator's devices (storage hosts)
+    kv_volume_read_bytes: float | None = None  # the GPU hosts' KV volume (customer's side)
     engine_rss_bytes: float | None = None  # at the window's end
     engine_restarts: int = 0
 
@@ -81,17 +82,23 @@ def cut(records: Iterable[RequestRecord], window_s: float, windows: int,
             j = math.floor((r.sent + r.e2el) / window_s)
             if 0 <= j < windows:
                 tokens[j] += r.output_tokens
-    out = []
-    for i, rs in enumerate(sent):
-        ok = [r for r in rs if r.ok and r.ttft is not None]
-        ttfts = [float(r.ttft) for r in ok if r.ttft is not None]
-        tpots = [(r.e2el - r.ttft) / (r.output_tokens - 1) for r in ok
-                 if r.e2el is not None and r.ttft is not None and r.output_tokens is not None
-                 and r.output_tokens > 1]
-        errors = Counter(r.error_kind or "failed" for r in rs if not r.ok)
-        out.append(Window(index=i, start_s=i * window_s, length_s=window_s, requests=len(rs),
-                          errors=dict(errors), ttft_p50_s=_p(ttfts, 50),
-                          ttft_p99_s=_p(ttfts, 99), tpot_p50_s=_p(tpots, 50),
-                          output_tokens=tokens[i],
-                          evidence=evidence[i] if i < len(evidence) else Evidence()))
-    return out
+    return [summarise(i, window_s, rs, tokens[i],
+                      evidence[i] if i < len(evidence) else Evidence())
+            for i, rs in enumerate(sent)]
+
+
+def summarise(index: int, window_s: float, sent: Sequence[RequestRecord], output_tokens: int,
+              evidence: Evidence = Evidence()) -> Window:
+    """Window `index` from the requests sent in it and the output tokens that completed in
+    it (the soak counts those as requests finish, so it keeps no request longer than its
+    window's)."""
+    ok = [r for r in sent if r.ok and r.ttft is not None]
+    ttfts = [float(r.ttft) for r in ok if r.ttft is not None]
+    tpots = [(r.e2el - r.ttft) / (r.output_tokens - 1) for r in ok
+             if r.e2el is not None and r.ttft is not None and r.output_tokens is not None
+             and r.output_tokens > 1]
+    errors = Counter(r.error_kind or "failed" for r in sent if not r.ok)
+    return Window(index=index, start_s=index * window_s, length_s=window_s,
+                  requests=len(sent), errors=dict(errors), ttft_p50_s=_p(ttfts, 50),
+                  ttft_p99_s=_p(ttfts, 99), tpot_p50_s=_p(tpots, 50),
+                  output_tokens=output_tokens, evidence=evidence)

@@ -253,6 +253,36 @@ class CellRow(Base):
     at: Mapped[float] = mapped_column(Float)
 
 
+class SoakWindowRow(Base):
+    """G4: one window of a soak, summarised as harness.g4.windows cuts it, stored once:
+    (run, idx) is unique, so a window pulled again (or after a resume) replaces itself
+    (harness.store.windows.upsert_windows)."""
+
+    __tablename__ = "soak_window"
+    __table_args__ = (UniqueConstraint("run_id", "idx", name="uq_soak_window_run_idx"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # globally unique, as run.uid: windows of many stores' runs merge without collisions
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    idx: Mapped[int] = mapped_column(Integer)  # window index from 0
+    start_s: Mapped[float] = mapped_column(Float)  # seconds from the soak's start
+    length_s: Mapped[float] = mapped_column(Float)
+    requests: Mapped[int] = mapped_column(Integer)
+    errors: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # error kind -> count
+    ttft_p50_s: Mapped[float | None] = mapped_column(Float)
+    ttft_p99_s: Mapped[float | None] = mapped_column(Float)
+    tpot_p50_s: Mapped[float | None] = mapped_column(Float)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Counter deltas over the window (None: not sampled in it)
+    external_hit_tokens: Mapped[float | None] = mapped_column(Float)  # engine's KV-tier hits
+    device_read_bytes: Mapped[float | None] = mapped_column(Float)  # storage hosts' devices
+    kv_volume_read_bytes: Mapped[float | None] = mapped_column(Float)  # GPU hosts' KV volume
+    engine_rss_bytes: Mapped[float | None] = mapped_column(Float)  # at the window's end
+    engine_restarts: Mapped[int] = mapped_column(Integer, default=0)
+    counters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # raw, per instance
+    pulled_at: Mapped[float] = mapped_column(Float)  # when the gate stored it
+
+
 class EngineProcessRow(Base):
     """An engine process a gate run started (found listening on an arm's endpoint right
     after a start or restart action), so the run, or the next resume / abort / run, can

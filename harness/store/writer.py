@@ -168,6 +168,18 @@ def insert_series(store: Store, run_id: int, samples: Iterable[Mapping[str, Any]
     return len(rows)
 
 
+def series_of(store: Store, run_id: int, metric: str) -> dict[str, list[tuple[float, float]]]:
+    """A run's samples of one metric, per source, as (at, value) in time order."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    with store.session() as s:
+        rows = s.execute(select(SeriesRow.source, SeriesRow.at, SeriesRow.value)
+                         .where(SeriesRow.run_id == run_id, SeriesRow.metric == metric)
+                         .order_by(SeriesRow.at)).all()
+    for source, at, value in rows:
+        out.setdefault(source, []).append((float(at), float(value)))
+    return out
+
+
 def benchmarks(store: Store, run_id: int) -> list[BenchmarkRow]:
     with store.session() as s:
         return list(s.scalars(select(BenchmarkRow).where(BenchmarkRow.run_id == run_id)

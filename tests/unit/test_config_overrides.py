@@ -148,7 +148,7 @@ def test_overrides_take_effect() -> None:
     ("gates.g3.evidence.max_faild_share=0.01", "--set gates.g3.evidence.max_faild_share",
      "did you mean `max_failed_share`"),
     ("gates.g9.x=1", "--set gates.g9.x", "gates.g9: unknown key"),
-    ("gates.g4.duration=72h", "--set gates.g4.duration", "no longer a setting"),
+    ("gates.g4.window=0", "--set gates.g4.window", "outside the allowed range"),
     # the cross-key checks
     ("gates.g3.criteria.TP9=[throughput_gain]", "--set gates.g3.criteria.TP9",
      "names no layout"),

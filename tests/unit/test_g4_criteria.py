@@ -50,10 +50,10 @@ def test_a_trend_is_a_slope_with_an_interval_as_a_share_of_the_first_hour() -> N
     rng = np.random.default_rng(1)
     flat = [1.0 + 0.01 * rng.standard_normal() for _ in hours]
     d = drift(hours, flat, baseline_h=1.0, confidence=0.95)
-    assert d is not None and d.lo < 0 < d.hi and abs(d.per_24h) < 0.02
+    assert d is not None and d.lo < 0 < d.hi and abs(d.change) < 0.02
     rising = [1.0 + 0.2 * h / 24 for h in hours]  # +20 % per 24 h, exactly
     d = drift(hours, rising, baseline_h=1.0, confidence=0.95)
-    assert d is not None and d.per_24h == pytest.approx(0.2 / d.level, rel=1e-6)
+    assert d is not None and d.change == pytest.approx(0.2 / d.level, rel=1e-6)
     assert d.lo == pytest.approx(d.hi, rel=1e-6)  # a perfect line: no spread
     assert drift(hours[:8], flat[:8], baseline_h=1.0, confidence=0.95) is None  # 2 after h1
     assert drift(hours, [None] * len(hours), baseline_h=1.0, confidence=0.95) is None
@@ -94,12 +94,12 @@ def test_a_steady_soak_passes_every_criterion() -> None:
 
 
 @pytest.mark.parametrize(("change", "criterion", "window", "words"), [
-    ({"fail_at": 20}, "error_rate", 20, "window 20: 2.0% of requests failed (> 1.0%: "
+    ({"fail_at": 20}, "error_rate", 20, "window 21: 2.0% of requests failed (> 1.0%: "
                                         "http_500 20)"),
-    ({"restart_at": 11}, "restarts", 11, "window 11: the engine restarted (1 > 0)"),
-    ({"fallback_at": 24}, "engaged", 24, "accelerator not engaged in window 24: no "
+    ({"restart_at": 11}, "restarts", 11, "window 12: the engine restarted (1 > 0)"),
+    ({"fallback_at": 24}, "engaged", 24, "accelerator not engaged in window 25: no "
                                          "external-tier hits"),
-    ({"reads_share": 0.1}, "engaged", 0, "accelerator not engaged in window 0: the devices "
+    ({"reads_share": 0.1}, "engaged", 0, "accelerator not engaged in window 1: the devices "
                                          "read 10.49 GB, 10% of the 104.86 GB its hits stand "
                                          "for (< 50%)"),
     ({"ttft_per_h": 0.005}, "ttft_drift", None, "TTFT p50 drift: 2"),  # +24 % per 24 h
@@ -125,7 +125,7 @@ def test_a_soak_that_never_engaged_or_was_never_sampled_is_never_pass() -> None:
 def test_too_short_a_soak_for_a_trend_is_inconclusive_not_pass() -> None:
     got = by_criterion(soak(hours=1.3))  # 7 windows, 1 after the first hour
     assert got["ttft_drift"][0] is Verdict.INCONCLUSIVE
-    assert got["ttft_drift"][2] == ("TTFT p50 drift: too few windows after the first hour "
+    assert got["ttft_drift"][2] == ("TTFT p50 drift: too few windows after the baseline "
                                     "to fit a trend")
 
 

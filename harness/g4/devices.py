@@ -1,0 +1,58 @@
+"""The accelerator's device reads per soak window, from the viewer's samples. Pure.
+
+The soak's own process cannot be the one to read the devices: at `placement: client` it
+runs on a host the vendor controls, and the storage hosts are the vendor's too. The gate
+reads them over its own transport (harness/serving/disks.py), as G3 does, whenever it is
+attached: each sample is a cumulative read counter with its time, stored as it is taken,
+so a resumed viewer carries on from the last one. A window's reads are the counter's
+rise between its two edges, the counter interpolated linearly between samples: while the
+viewer is attached (a sample every few seconds) that is the window's own; across a time
+the viewer was away, the reads are spread evenly over the windows of the gap (each gets
+the gap's average, never more than was read). A window outside the samples is not
+sampled (None), which the engaged rule reads as not engaged.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+
+Sample = tuple[float, float]  # (epoch s, cumulative bytes read)
+
+
+def at(samples: Sequence[Sample], t: float) -> float | None:
+    """The cumulative counter at `t`, interpolated; None outside the samples' span."""
+    if not samples or t < samples[0][0] or t > samples[-1][0]:
+        return None
+    i = bisect.bisect_left(samples, (t, float("-inf")))
+    if samples[i][0] == t:
+        return samples[i][1]
+    (t0, v0), (t1, v1) = samples[i - 1], samples[i]
+    return v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+
+
+def per_window(samples: Sequence[Sample], started_at: float, window_s: float,
+               windows: int) -> list[float | None]:
+    """Bytes read in each window of one source (None: not covered by samples, or the
+    counter went down within it: the host rebooted, its reads are unknown)."""
+    ordered = sorted(samples)
+    out: list[float | None] = []
+    for k in range(windows):
+        a = at(ordered, started_at + k * window_s)
+        b = at(ordered, started_at + (k + 1) * window_s)
+        out.append(b - a if a is not None and b is not None and b >= a else None)
+    return out
+
+
+def summed(by_source: Mapping[str, Sequence[Sample]], started_at: float, window_s: float,
+           windows: int) -> list[float | None] | None:
+    """Every source's reads per window, summed (a window any source did not cover is
+    None); None when there is no source at all (nothing declared to read)."""
+    if not by_source:
+        return None
+    total: list[float | None] = [0.0] * windows
+    for samples in by_source.values():
+        for k, v in enumerate(per_window(samples, started_at, window_s, windows)):
+            t = total[k]
+            total[k] = None if t is None or v is None else t + v
+    return total

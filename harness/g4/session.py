@@ -1,0 +1,422 @@
+"""G4's viewer: starts the detached soak (or re-attaches to it after a resume), stores its
+windows as they close, reads the accelerator's devices itself, and judges the windows.
+
+The soak runs in its own process (harness/g4/soak.py) and survives this one: the gate
+process may be killed, or the laptop closed, at any time; `gate resume RUN` re-attaches
+and carries on from the last window stored (windows are stored by run and index, so a
+window read twice is stored once). What this side measures itself, and the soak never
+sees, is the devices' read counters (harness/serving/disks.py, as G3 reads them): the
+soak's own process may run on a host the vendor controls, the gate's samples do not.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.config.inventory import Inventory
+from harness.config.loader import LoadedConfig
+from harness.config.models import Layout, SiteConfig
+from harness.errors import GateError, InfrastructureError, MeasurementError
+from harness.g4 import devices as g4_devices
+from harness.g4 import soak as soak_proc
+from harness.g4.counters import gpu_cache_tokens
+from harness.g4.criteria import DRIFT_WORDS, Criteria, Judgement, horizon_words, judge
+from harness.g4.plan import criteria
+from harness.g4.spool import SoakSpec, SoakState, Spool
+from harness.g4.windows import Evidence, Window
+from harness.loadgen.records import Endpoint
+from harness.progress_log import Step, finished
+from harness.reasons import Reason
+from harness.serving.arms import ArmControl, endpoints
+from harness.serving.cells import doc_seed, docs_for
+from harness.serving.disks import DiskSource
+from harness.serving.engines import EngineWatch
+from harness.serving.gate_run import GateRun
+from harness.store import Store
+from harness.store import windows as store_windows
+from harness.store.writer import insert_series, series_of
+from harness.verdict import Verdict
+
+ARM = "accelerated"
+SPOOL = "g4-soak"
+# G4's documents are drawn apart from G2's and G3's: a prefix those gates computed must not
+# reach the soak's engines as a warm one.
+SEED_OFFSET = 2_000_000
+STORAGE = "g4:device_read_bytes"
+KV_VOLUME = "g4:kv_volume_read_bytes"
+START_WAIT_S = 30.0  # the soak writes its state within this, or it did not start
+# the hard criteria: one missed ends the soak early (gates.g4.stop_early)
+HARD = frozenset({"error_rate", "restarts", "engaged"})
+
+Event = Callable[..., None]
+STOP_WAIT_S = 90.0  # a soak asked to stop (an error on this side) is killed after this
+
+
+@dataclass(frozen=True)
+class G4Outcome:
+    """What the soak measured and how it was judged, or the error that ended it (every
+    window stored before the error is kept; each check then says ERROR)."""
+
+    windows: list[Window]
+    planned: int
+    status: str  # the soak's own: done, stopped, failed
+    judged: list[Judgement]
+    criteria: Criteria
+    stopped_early: str | None = None
+    error: GateError | None = None
+
+    def judgement(self, criterion: str) -> Judgement:
+        if self.error is not None:
+            raise self.error
+        found = next((j for j in self.judged if j.criterion == criterion), None)
+        if found is None:  # no window at all: judge() said so once
+            why = next((j.text for j in self.judged), "no judgement")
+            raise MeasurementError(f"{criterion} cannot be judged: {why}", stage="g4 judge")
+        return found
+
+    def expected(self, criterion: str) -> tuple[Reason, str]:
+        """What the criterion asks, as a reason and in English."""
+        c = self.criteria
+        if criterion == "error_rate":
+            return (Reason("g4.error_rate_ok", {"max": f"{c.max_error_rate:.1%}"}),
+                    f"every window at most {c.max_error_rate:.1%} failed")
+        if criterion in DRIFT_WORDS:
+            limit = {"ttft_drift": c.max_ttft_drift_per_24h,
+                     "throughput_drift": c.max_throughput_drift_per_24h,
+                     "memory_growth": c.max_memory_growth_per_24h}[criterion]
+            per = horizon_words(min(24.0, c.duration_h))
+            return (Reason("g4.drift_expected", {"criterion": criterion,
+                                                 "max": f"{limit:.1%}", "per": per}),
+                    f"{DRIFT_WORDS[criterion]} within {limit:.1%} per {per} (the worse end "
+                    "of its 95 % interval)")
+        if criterion == "restarts":
+            return (Reason("g4.restarts_expected", {"max": c.max_restarts}),
+                    f"at most {c.max_restarts} engine restarts")
+        return (Reason("g4.engaged_expected", {"min": f"{c.min_device_share:.0%}"}),
+                "the accelerator engaged in every window: external-tier hits, device reads "
+                f"at least {c.min_device_share:.0%} of the KV they stand for")
+
+
+@dataclass
+class G4Session:
+    gate: GateRun
+    artifact_dir: Path
+    control: ArmControl
+    watch: EngineWatch
+    event: Event
+    storage: Sequence[DiskSource] = ()
+    kv_volumes: dict[str, DiskSource] = field(default_factory=dict)
+    poll_s: float = 2.0
+    stop_asked: str | None = None
+
+    @property
+    def config(self) -> SiteConfig:
+        return self.gate.loaded.config
+
+    @property
+    def inventory(self) -> Inventory:
+        return self.gate.inventory
+
+    @property
+    def layout(self) -> Layout:
+        wanted = self.config.gates.g4.layout
+        return next((la for la in self.config.layouts if la.name == wanted),
+                    self.config.layouts[0])
+
+    @property
+    def spool(self) -> Spool:
+        return Spool(self.artifact_dir / SPOOL)
+
+    def resumable(self) -> bool:
+        """A soak of this run already runs (or ended) in the spool: re-attach, never start
+        a second one, never stop its engines."""
+        return (self.spool.root / "spec.json").exists()
+
+    # --- the soak -----------------------------------------------------------------------
+
+    def run(self, clean_slate: Callable[[], None]) -> G4Outcome:
+        """Start the soak (after `clean_slate`) or re-attach to this run's, view it to its
+        end and judge it. Closing the gate (Ctrl-C) leaves the soak and its engines
+        running for `gate resume`; an error here stops both."""
+        spec: SoakSpec | None = None
+        try:
+            if self.resumable():
+                self.attach()
+            else:
+                clean_slate()
+                self.start()
+            spec = self.spool.spec()
+            judged = self.view()
+        except KeyboardInterrupt:
+            self.event(source="harness", name="G4 viewer closed", host=None, status="ok",
+                       message=f"the soak goes on: `gate resume {self.gate.run_id}` "
+                               f"re-attaches, `gate runs abort {self.gate.run_id}` stops it")
+            raise
+        except GateError as exc:
+            self.end_soak(str(exc))
+            self.finish()
+            return self._outcome(spec, [], error=exc)
+        self.finish()
+        return self._outcome(spec, judged)
+
+    def _outcome(self, spec: SoakSpec | None, judged: list[Judgement],
+                 error: GateError | None = None) -> G4Outcome:
+        state = self.spool.state()
+        windows = self.windows(spec, state) if spec is not None and state is not None else []
+        if windows:
+            self.store_reads(windows)
+            if error is None:
+                judged = self.judge(windows)
+        return G4Outcome(windows=windows, planned=spec.windows if spec else 0,
+                         status=state.status if state else "not started", judged=judged,
+                         criteria=criteria(self.config), stopped_early=self.stop_asked,
+                         error=error)
+
+    def end_soak(self, why: str) -> None:
+        """Ask the soak to stop and wait for it (killed after STOP_WAIT_S)."""
+        state = self.spool.state() if (self.spool.root / "spec.json").exists() else None
+        if state is None or state.ended or not soak_proc.alive(state.pid):
+            return
+        self.spool.request_stop(why)
+        soak_proc.terminate(state.pid, STOP_WAIT_S)
+
+    def start(self) -> None:
+        """Start the accelerated arm and the detached soak; returns once the soak runs."""
+        layout = self.layout
+        self.control.start(ARM, layout)
+        self.watch.observe(ARM, layout)  # recorded: stopped at the run's end or abort
+        eps = endpoints(self.config, self.inventory, ARM, layout)
+        g4 = self.config.gates.g4
+        spec = SoakSpec(
+            endpoints=tuple(Endpoint(e.url, self.config.model.name, e.instance)
+                            for e in eps),
+            documents=tuple(self._documents(eps[0].url)), concurrency=g4.concurrency,
+            duration_s=g4.duration, window_s=g4.window, api=self.config.workload.api,
+            tag=f"gate-r{self.gate.run_id}")
+        self.sample_devices()  # the devices' counters before the soak's first window
+        spool = self.spool
+        spool.create(spec)
+        pid = soak_proc.start(spool.root)
+        end = time.monotonic() + START_WAIT_S
+        while spool.state() is None:
+            if time.monotonic() > end or not soak_proc.alive(pid):
+                log = (spool.root / soak_proc.LOG)
+                tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
+                raise InfrastructureError(f"the soak did not start: {tail.strip()}",
+                                          stage="g4 soak",
+                                          command=f"python -m harness.g4.soak {spool.root}")
+            time.sleep(0.1)
+        self.event(source="harness", name="G4 soak started", host=None, status="ok",
+                   message=f"pid {pid}, {spec.windows} windows of {spec.window_s:g} s, "
+                           f"c={spec.concurrency}, {len(spec.documents)} documents, "
+                           f"spool {spool.root}")
+
+    def _documents(self, url: str) -> list[Any]:
+        """The soak's working set: enough documents for the concurrency, and more than
+        twice what the engine's GPU prefix cache holds when /metrics says its size, so
+        each prefix is evicted before it comes round again and is loaded from the tier."""
+        from harness.loadgen import doc_qa
+        from harness.probes.prometheus import scrape
+
+        wl = self.config.workload
+        n = docs_for(self.config.gates.g4.concurrency, wl.docs_per_concurrency, wl.min_docs)
+        try:
+            cache = gpu_cache_tokens(scrape(url))
+        except GateError:
+            cache = None
+        if cache:
+            n = max(n, math.ceil(2 * cache / (wl.doc_tokens + wl.question_tokens)) + 1)
+        work = doc_qa(n, wl.doc_tokens, wl.question_tokens, doc_seed(wl.seed, SEED_OFFSET),
+                      max_tokens=wl.max_tokens, tokenize_url=url, model=self.config.model.name)
+        return list(work.specs)
+
+    def attach(self) -> SoakState:
+        """The soak this run started, still running or ended; ERROR when its process is
+        gone without saying why (every window it wrote is kept)."""
+        state = self.spool.state()
+        if state is None:
+            raise InfrastructureError("the soak's spool has no state: it never ran",
+                                      stage="g4 soak", hint=f"see {self.spool.root}")
+        if not state.ended and not soak_proc.alive(state.pid):
+            raise InfrastructureError(
+                f"the soak's process {state.pid} is gone without a word after "
+                f"{state.windows_written} windows", stage="g4 soak",
+                hint=f"its log: {self.spool.root / soak_proc.LOG}")
+        self.event(source="harness", name="G4 soak attached", host=None, status="ok",
+                   message=f"pid {state.pid}, {state.status}, {state.windows_written} "
+                           "windows written")
+        return state
+
+    def view(self) -> list[Judgement]:
+        """Store windows as they close until the soak ends; the judgements over them.
+        A hard criterion missed ends the soak early (gates.g4.stop_early)."""
+        spool = self.spool
+        spec = spool.spec()
+        shown = 0
+        while True:
+            state = spool.state()
+            if state is None:
+                raise InfrastructureError("the soak's state vanished", stage="g4 soak")
+            self.sample_devices()
+            self._pull(spool)
+            windows = self.windows(spec, state)
+            judged = self.judge(windows)
+            for w in windows[shown:]:
+                finished(Step("G4", ("soak", self.layout.name, _window_line(w, judged)),
+                              w.index + 1, spec.windows, spec.window_s), spec.window_s)
+            shown = len(windows)
+            self._stop_early(spool, judged)
+            if state.ended and len(windows) >= state.windows_written:
+                if state.status == "failed":
+                    raise InfrastructureError(f"the soak failed: {state.error}",
+                                              stage="g4 soak",
+                                              hint=f"its log: {spool.root / soak_proc.LOG}")
+                return judged
+            if not state.ended and not soak_proc.alive(state.pid):
+                raise InfrastructureError(
+                    f"the soak's process {state.pid} died after {len(windows)} windows",
+                    stage="g4 soak", hint=f"its log: {spool.root / soak_proc.LOG}")
+            time.sleep(min(self.poll_s, spec.window_s / 2))
+
+    def _stop_early(self, spool: Spool, judged: Sequence[Judgement]) -> None:
+        if not self.config.gates.g4.stop_early or self.stop_asked is not None:
+            return
+        miss = next((j for j in judged if j.criterion in HARD
+                     and j.verdict is Verdict.STOP_LOSS), None)
+        if miss is not None:
+            self.stop_asked = miss.text
+            spool.request_stop(f"{miss.criterion}: {miss.text}")
+            self.event(source="harness", name="G4 soak stopped early", host=None,
+                       status="changed", message=miss.text)
+
+    def _pull(self, spool: Spool) -> int:
+        """Store the windows the soak wrote since the last pull (by index: idempotent)."""
+        last = store_windows.last_index(self.gate.store, self.gate.run_id)
+        rows = [_row(spool.read_window(k)) for k in spool.window_indices()
+                if last is None or k > last]
+        if rows:
+            store_windows.upsert_windows(self.gate.store, self.gate.run_id, rows)
+        return len(rows)
+
+    # --- the devices --------------------------------------------------------------------
+
+    def sample_devices(self) -> None:
+        """Every declared device counter now, stored (a resumed viewer carries on from
+        the last). A host that does not answer is an event, not a stop: its windows stay
+        unsampled until it answers again."""
+        now = time.time()
+        rows = []
+        for metric, sources in ((STORAGE, list(self.storage)),
+                                (KV_VOLUME, list(self.kv_volumes.values()))):
+            for source in sources:
+                try:
+                    rows.append({"source": source.host, "metric": metric, "labels": {},
+                                 "at": now, "value": float(source.bytes_read())})
+                except (GateError, OSError) as exc:
+                    self.event(source="harness", name="G4 device sample", host=source.host,
+                               status="failed", message=str(exc)[:500])
+        insert_series(self.gate.store, self.gate.run_id, rows)
+
+    # --- the judgement ------------------------------------------------------------------
+
+    def windows(self, spec: SoakSpec, state: SoakState) -> list[Window]:
+        """The stored windows with the devices' reads attributed to each."""
+        stored = store_windows.windows(self.gate.store, self.gate.run_id)
+        n = len(stored)
+        store, run = self.gate.store, self.gate.run_id
+        reads = g4_devices.summed(series_of(store, run, STORAGE), state.started_at,
+                                  spec.window_s, n) if self.storage else None
+        vol = g4_devices.summed(series_of(store, run, KV_VOLUME), state.started_at,
+                                spec.window_s, n) if self.kv_volumes else None
+        out = []
+        for i, row in enumerate(stored):
+            ev = Evidence(external_hit_tokens=row["external_hit_tokens"],
+                          device_read_bytes=reads[i] if reads is not None else None,
+                          kv_volume_read_bytes=vol[i] if vol is not None else None,
+                          engine_rss_bytes=row["engine_rss_bytes"],
+                          engine_restarts=int(row["engine_restarts"] or 0))
+            out.append(Window(index=int(row["idx"]), start_s=float(row["start_s"]),
+                              length_s=float(row["length_s"]), requests=int(row["requests"]),
+                              errors=dict(row["errors"] or {}),
+                              ttft_p50_s=row["ttft_p50_s"], ttft_p99_s=row["ttft_p99_s"],
+                              tpot_p50_s=row["tpot_p50_s"],
+                              output_tokens=int(row["output_tokens"] or 0), evidence=ev))
+        return out
+
+    def judge(self, windows: Sequence[Window]) -> list[Judgement]:
+        """Every criterion so far; with no device declared at all the accelerator's reads
+        cannot be seen, so no window can count as engaged."""
+        c: Criteria = criteria(self.config)
+        per_token = self.config.model.kv_bytes_per_token \
+            / self.config.gates.g3.evidence.kv_compression
+        return judge(windows, c, per_token, kv_volume=bool(self.kv_volumes))
+
+    def store_reads(self, windows: Sequence[Window]) -> None:
+        """The attributed device reads onto the stored windows (the report shows them)."""
+        rows = [{"idx": w.index, "start_s": w.start_s, "length_s": w.length_s,
+                 "requests": w.requests,
+                 "device_read_bytes": w.evidence.device_read_bytes,
+                 "kv_volume_read_bytes": w.evidence.kv_volume_read_bytes} for w in windows]
+        if rows:
+            store_windows.upsert_windows(self.gate.store, self.gate.run_id, rows)
+
+    def finish(self) -> None:
+        """The soak ended: the arm stops (its engines were recorded when started)."""
+        layout = self.layout
+        try:
+            self.control.stop(ARM, layout)
+        finally:
+            self.watch.stopped(ARM, layout)
+
+
+def _row(doc: dict[str, Any]) -> dict[str, Any]:
+    """A window file as a store row (harness/store/windows.py)."""
+    try:
+        return {"idx": int(doc["index"]), "start_s": float(doc["start_s"]),
+                "length_s": float(doc["length_s"]), "requests": int(doc["requests"]),
+                "errors": dict(doc.get("errors") or {}), "ttft_p50_s": doc.get("ttft_p50_s"),
+                "ttft_p99_s": doc.get("ttft_p99_s"), "tpot_p50_s": doc.get("tpot_p50_s"),
+                "output_tokens": int(doc.get("output_tokens") or 0),
+                "external_hit_tokens": doc.get("external_hit_tokens"),
+                "engine_rss_bytes": doc.get("engine_rss_bytes"),
+                "engine_restarts": int(doc.get("engine_restarts") or 0),
+                "counters": {"engines": doc.get("engines") or [],
+                             "unanswered": doc.get("unanswered", 0)}}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasurementError(f"a soak window file is malformed: {exc}",
+                               stage="g4 soak") from None
+
+
+def _window_line(w: Window, judged: Sequence[Judgement]) -> str:
+    ttft = f"{w.ttft_p50_s * 1000:.0f} ms" if w.ttft_p50_s is not None else "-"
+    missed = [j.criterion for j in judged if j.verdict is Verdict.STOP_LOSS]
+    return (f"window {w.index + 1}: {w.requests} req, {w.failed} failed, TTFT p50 {ttft}, "
+            f"{w.throughput_tps:.0f} tok/s" + (f"; missed: {', '.join(missed)}"
+                                               if missed else ""))
+
+
+def release_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,
+                 sudo_password: str | None) -> list[str]:
+    """`gate runs abort`: the soak a killed G4 run left running is stopped (its whole
+    windows are written first), then its engines as for any serving gate."""
+    from harness.serving.engines import release_engines
+    from harness.store.runs import get_run
+
+    lines = []
+    root = Path(get_run(store, run_id).artifact_dir or ".") / SPOOL
+    spool = Spool(root)
+    state = spool.state() if (root / "spec.json").exists() else None
+    if state is not None and not state.ended and soak_proc.alive(state.pid):
+        spool.request_stop("gate runs abort")
+        gone = soak_proc.terminate(state.pid, STOP_WAIT_S)
+        lines.append(f"soak: pid {state.pid} {'stopped' if gone else 'did not stop'} "
+                     f"after {state.windows_written} windows")
+    else:
+        lines.append("soak: none of this run was running")
+    return lines + release_engines(loaded, inventory, store, run_id,
+                                   sudo_password=sudo_password)
