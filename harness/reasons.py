@@ -314,7 +314,7 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g4.not_engaged_hits_below": {"window", "hits", "min", "level"},
     "g4.not_engaged_reads_below": {"window", "read", "min", "level"},
     "g4.soak_expected": set(),
-    "g4.soak_measured": {"n", "of", "status"},
+    "g4.soak_measured": {"n", "of", "ended"},
     "g4.soak_stopped_early": {"n", "of", "why"},
     "g4.drift_expected": {"criterion", "max", "per"},
     "g4.restarts_expected": {"max"},

@@ -211,6 +211,10 @@ class G4Session:
                                           stage="g4 soak",
                                           command=f"python -m harness.g4.soak {spool.root}")
             time.sleep(0.1)
+        if self.config.load.placement == "client":  # the soak is not in the agent yet
+            self.event(source="harness", name="G4 soak placement", host=None,
+                       status="changed", message="load.placement is client, but G4's soak "
+                       "runs on this machine in this version (docs/g4.md)")
         self.event(source="harness", name="G4 soak started", host=None, status="ok",
                    message=f"pid {pid}, {spec.windows} windows of {spec.window_s:g} s, "
                            f"c={spec.concurrency}, {len(spec.documents)} documents, "

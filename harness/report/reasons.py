@@ -10,7 +10,7 @@ from harness.reasons import Reason, from_json
 from harness.report.i18n import Translator
 
 # Parameters whose values are words the catalogue translates.
-_WORDS = {"arm": "arm", "criterion": "reason.criterion"}
+_WORDS = {"arm": "arm", "criterion": "reason.criterion", "ended": "reason.soak_ended"}
 
 
 def known(t: Translator, r: Reason) -> bool:
