@@ -390,6 +390,11 @@ class G4(Frozen):
     # Requests in flight (closed loop: each slot sends its next when its last ends). 16:
     # G3's highest tier by default, where the tier is read hardest.
     concurrency: int = Field(default=16, ge=1)
+    # The soak's working set, documents asked in turn; None: enough for the concurrency
+    # and over twice the GPU prefix cache the engine's /metrics reports (vLLM's
+    # cache_config_info). Set it for an engine that does not say its cache size: a working
+    # set the GPU holds whole never reaches the tier, and no window counts as engaged.
+    documents: int | None = Field(default=None, ge=1)
     # Which layout's accelerated arm is soaked; None: the first of `layouts:`.
     layout: str | None = Field(default=None, min_length=1)
     # A hard criterion failing (errors, restarts, the accelerator not engaged) ends the

@@ -201,6 +201,8 @@ COMMENTS: dict[str, str] = {
                          "trends are fitted after it (at least 3 windows must follow)",
     "gates.g4.concurrency": "requests in flight, closed loop (each sends its next when its "
                             "last ends)",
+    "gates.g4.documents": "the soak's working set (empty: over twice the GPU cache the "
+                          "engine reports; set it when the engine does not say)",
     "gates.g4.layout": "the layout whose accelerated arm is soaked; null: the first of "
                        "layouts",
     "gates.g4.stop_early": "a hard criterion failing ends the soak there as STOP-LOSS",
