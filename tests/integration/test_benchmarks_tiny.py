@@ -27,6 +27,7 @@ TINY = {
     "foundation.py": ("--rows", "2000", "--repeat", "1"),
     "g1_fanout.py": ("--latency", "0.01", "--hosts", "1,2"),
     "g3_validity.py": ("--trials", "2", "--tiers", "4", "--jobs", "1"),
+    "g4_soak.py": ("--windows", "40"),
     "gc_pause.py": ("--phases", "2", "--requests", "8"),
     "remote.py": ("--records", "2000", "--requests", "64", "--trials", "1", "--skip-bundle"),
     "report.py": ("--requests", "200", "--windows", "4", "--repeat", "0",
@@ -119,6 +120,15 @@ def test_g3_validity(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_g4_soak(tmp_path: Path) -> None:
+    lines(run("g4_soak.py", tmp_path),
+          rf"^spool: 40 window files written in {N} s$",
+          rf"^device samples: 322 stored in {N} s$",
+          rf"^pull: 40 windows stored in {N} s \([0-9,]+ windows/s\); pulled again: 0 new",
+          rf"^judge: 40 windows read back, reads attributed, 6 criteria in {N} s$",
+          r"^total pull \+ judge .* goal <= 10 s \(error_rate PASS, .* engaged PASS\)$")
+
+
 def test_gc_pause(tmp_path: Path) -> None:
     stall = rf"worst loop stall per phase median +{N} ms, max +{N} ms, phases with a stall"
     lines(run("gc_pause.py", tmp_path),
