@@ -1,7 +1,7 @@
 """Report rendering speed and memory (issue 8's targets), printed as numbers and ratios.
 
-1. A G4-sized run: 1 000 000 request rows and 4 000 windows (series rows `window:*`: the
-   store has no window table yet) -> HTML + PDF. Target <= 20 s and <= 1.5 GB RSS.
+1. A G4-sized run: 1 000 000 request rows and 4 000 soak windows (the soak_window table,
+   G4's section with its windows plot) -> HTML + PDF. Target <= 20 s and <= 1.5 GB RSS.
 2. A one-gate (G3) PDF in Chinese, timed as the user runs it (`gate report RUN --lang zh`,
    a fresh process: imports, fonts and all). Target <= 5 s.
 

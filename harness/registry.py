@@ -46,8 +46,8 @@ GATES: tuple[GateSpec, ...] = (
     GateSpec("G2", "single-node baselines", "g2_baseline", ("gpu",), "G1", False, "g2",
              "g2", G2),
     GateSpec("G3", "main gate (A/B)", "g3_main", (), "G2", True, "g3", "g3", G3),
-    GateSpec("G4", "72 h stability", "g4_stability", ("gpu",), "G3", True, "generic",
-             "g4", G4),
+    GateSpec("G4", "72 h stability", "g4_stability", ("gpu",), "G3", True, "g4", "g4",
+             G4),
 )
 GATE_IDS: tuple[str, ...] = tuple(g.id for g in GATES)
 

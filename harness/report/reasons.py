@@ -7,15 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from harness.reasons import Reason, from_json
-from harness.report.i18n import Translator
+from harness.report.i18n import Translator, placeholders
 
 # Parameters whose values are words the catalogue translates.
 _WORDS = {"arm": "arm", "criterion": "reason.criterion", "ended": "reason.soak_ended"}
 
 
 def known(t: Translator, r: Reason) -> bool:
-    """Every code in the reason (nested ones too) has a catalogue entry."""
-    if f"reason.{r.code}" not in t.messages:
+    """Every code in the reason (nested ones too) has a catalogue entry, given every
+    parameter it says (a run stored when a code had other parameters is said as stored)."""
+    key = f"reason.{r.code}"
+    if key not in t.messages:
+        return False
+    given = {*r.params, *(("parts",) if r.parts else ())}
+    if not placeholders(t.messages[key]) <= given:
         return False
     nested = [v for v in r.params.values() if isinstance(v, Reason)]
     return all(known(t, x) for x in (*nested, *r.parts))

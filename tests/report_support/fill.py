@@ -15,15 +15,18 @@ which G3 took three attempts (and a custom-suite run that is not one).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from unittest import mock
 
 import numpy as np
 
 from harness.config.decision import WEAKENED_REASON, weakened
+from harness.reasons import Reason
 from harness.serving.identity import engine_facts
 from harness.store import runs, writer
 from harness.store.db import Store
@@ -442,9 +445,13 @@ def campaign(store: Store, *, simulated: bool = False, site: str = "acme-sh",
 def g4_run(store: Store, *, windows: int, requests: int, simulated: bool = False,
            campaign: str = "acme-2026q1", site: str = "acme-sh", customer: str = "ACME",
            batch: int = 20000) -> int:
-    """A soak: one benchmark of `requests` rows and `windows` window:* series samples."""
+    """A soak: one benchmark of `requests` rows and `windows` soak windows of 60 s (the
+    table `gate run G4` fills, harness.store.windows)."""
+    from harness.store import windows as store_windows
+
     rid = new_run(store, "G4", campaign=campaign, site=site, customer=customer,
-                  simulated=simulated)
+                  simulated=simulated, config=g4_config(duration=windows * 60.0, window=60.0,
+                                                        baseline=min(3600.0, windows * 15.0)))
     add_checks(store, rid, [("error rate per window", "client1", "PASS", "<= 0.1 %", "0.02 %"),
                             ("TTFT p99 drift", "client1", "PASS", "<= 10 %", "3.1 %"),
                             ("GPU Xid errors", "gpu1", "PASS", "0", "0")])
@@ -457,17 +464,7 @@ def g4_run(store: Store, *, windows: int, requests: int, simulated: bool = False
              "status": 200} for i in range(requests))
     writer.insert_requests(store, bid, rows, batch=batch)
     writer.finish_benchmark(store, bid, status="FINISHED", duration=windows * 60.0, summary={})
-    t0 = time.time()
-    drift = np.linspace(0, 0.05, windows)
-    samples = []
-    for w in range(windows):
-        at = t0 + 60.0 * w
-        for metric, value in (("ttft_p50", 1.2 + drift[w]), ("ttft_p99", 2.1 + 2 * drift[w]),
-                              ("throughput", 1700.0 - 100 * drift[w]), ("error_rate", 0.0002)):
-            noisy = abs(value * (1 + rng.normal(0, 0.02)))
-            samples.append({"source": "client1", "metric": f"window:{metric}", "labels": {},
-                            "at": at, "value": float(noisy)})
-    writer.insert_series(store, rid, samples, benchmark_id=bid)
+    store_windows.upsert_windows(store, rid, soak_windows(windows))
     runs.finish_run(store, rid, verdict="PASS", reason="", selected=3, total=3)
     return rid
 
@@ -540,3 +537,168 @@ def scenarios(store: Store) -> dict[str, int]:
             ids[f"weekly_{week}"], _ = g3_run(store, plans, campaign="weekly-1", reps=2)
             clock.advance(7 * DAY)
     return ids
+
+
+# -- G4: a soak's windows as the viewer stores them (soak_window) -------------------------
+G4_KV_BYTES_PER_TOKEN = 163840.0  # what the engaged rule holds device reads against
+G4_CRITERIA = ("error_rate", "ttft_drift", "throughput_drift", "memory_growth", "restarts",
+               "engaged")
+
+
+def g4_config(*, duration: float, window: float, baseline: float) -> dict[str, Any]:
+    """A stored config with gates.g4 as `gate run G4` stores it (model_dump, seconds)."""
+    config: dict[str, Any] = copy.deepcopy(G3_CONFIG)
+    config["gates"]["g4"] = {
+        "duration": duration, "window": window, "baseline": baseline, "concurrency": 16,
+        "layout": None, "stop_early": False, "optional": [],
+        "criteria": {"max_error_rate": 0.01, "max_ttft_drift_per_24h": 0.1,
+                     "max_throughput_drift_per_24h": 0.1, "max_memory_growth_per_24h": 0.02,
+                     "max_restarts": 0, "min_engaged_share": 0.5, "min_device_share": 0.5,
+                     "confidence": 0.95}}
+    return config
+
+
+def soak_windows(n: int, *, window_s: float = 60.0, seed: int = 11,
+                 failed: dict[int, int] | None = None, restarts: tuple[int, ...] = (),
+                 fallback_from: int | None = None,
+                 unsampled: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+    """`n` windows as harness.g4 summarises them: ~300 requests each at TTFT p50 ~1.2 s
+    rising 1 % over the soak, 128 output tokens a request, the tier's hits and the
+    devices' reads in proportion (G3's rule), engine RSS creeping up; `failed` requests
+    per window index, engine `restarts` (its RSS back down), the accelerator gone from
+    `fallback_from` on (no hits, hardly any reads), counters `unsampled` in some."""
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    rss = 40e9
+    for i in range(n):
+        requests = int(rng.integers(280, 321))
+        fails = (failed or {}).get(i, 0)
+        p50 = 1.2 * (1 + 0.01 * i / n) * (1 + rng.normal(0, 0.01))
+        hits: float | None = requests * 7000.0
+        reads: float | None = hits * G4_KV_BYTES_PER_TOKEN * (1 + abs(rng.normal(0, 0.02)))
+        if fallback_from is not None and i >= fallback_from:
+            hits, reads = 0.0, 2e6
+        if i in unsampled:
+            hits = reads = None
+        rss = 40e9 if i in restarts else rss + 2e6
+        rows.append({"idx": i, "start_s": i * window_s, "length_s": window_s,
+                     "requests": requests, "errors": {"http": fails} if fails else {},
+                     "ttft_p50_s": float(p50), "ttft_p99_s": float(p50 * 1.9),
+                     "tpot_p50_s": 0.021, "output_tokens": (requests - fails) * 128,
+                     "external_hit_tokens": hits, "device_read_bytes": reads,
+                     "kv_volume_read_bytes": None, "engine_rss_bytes": rss,
+                     "engine_restarts": 1 if i in restarts else 0,
+                     "counters": {"engines": [{"instance": 0, "sampled": hits is not None}]}})
+    return rows
+
+
+def _g4_expected(criterion: str, c: object) -> tuple[Reason, str]:
+    """What a criterion asks, as harness.g4.session.G4Outcome.expected says it."""
+    from harness.g4.criteria import DRIFT_WORDS, Criteria, horizon_words
+
+    assert isinstance(c, Criteria)
+    if criterion == "error_rate":
+        return (Reason("g4.error_rate_ok", {"max": f"{c.max_error_rate:.1%}"}),
+                f"every window at most {c.max_error_rate:.1%} failed")
+    if criterion in DRIFT_WORDS:
+        limit = {"ttft_drift": c.max_ttft_drift_per_24h,
+                 "throughput_drift": c.max_throughput_drift_per_24h,
+                 "memory_growth": c.max_memory_growth_per_24h}[criterion]
+        per = horizon_words(min(24.0, c.duration_h))
+        return (Reason("g4.drift_expected", {"criterion": criterion, "max": f"{limit:.1%}",
+                                             "per": per}),
+                f"{DRIFT_WORDS[criterion]} within {limit:.1%} per {per} (the worse end of "
+                "its 95 % interval)")
+    if criterion == "restarts":
+        return (Reason("g4.restarts_expected", {"max": c.max_restarts}),
+                f"at most {c.max_restarts} engine restarts")
+    return (Reason("g4.engaged_expected", {"min": f"{c.min_device_share:.0%}"}),
+            "the accelerator engaged in every window: external-tier hits, device reads at "
+            f"least {c.min_device_share:.0%} of the KV they stand for")
+
+
+def _record(store: Store, rid: int, nodeid: str, name: str, outcome: str,
+            expected: tuple[Reason, str], measured: tuple[Reason, str] | None,
+            message: tuple[Reason, str] | None = None) -> None:
+    """A check as harness.pytest_plugin's CheckRecorder stores it: the English beside
+    its reason codes."""
+    details: dict[str, object] = {"expected": expected[0].as_json()}
+    if measured is not None:
+        details["measured"] = measured[0].as_json()
+    if message is not None:
+        details["message"] = message[0].as_json()
+    runs.record_check(store, rid, nodeid=nodeid, name=name, host=None, outcome=outcome,
+                      expected=expected[1], measured=measured[1] if measured else "",
+                      message=message[1] if message else "", details=details)
+
+
+def g4_soak_run(store: Store, rows: list[dict[str, Any]], *, duration: float,
+                window: float, baseline: float, simulated: bool = False,
+                campaign: str = "soak-1") -> int:
+    """A finished G4 run: `rows` stored as its windows (harness.store.windows), judged by
+    G4's own criteria (harness.g4.criteria.judge) and recorded as the suite records its
+    checks (gates/g4_stability/test_g4.py), the run's reason as the runner writes it."""
+    from harness.g4.criteria import Criteria, judge
+    from harness.g4.windows import Evidence, Window
+    from harness.labels import check_label
+    from harness.store import windows as store_windows
+
+    rid = new_run(store, "G4", campaign=campaign, simulated=simulated,
+                  config=g4_config(duration=duration, window=window, baseline=baseline))
+    store_windows.upsert_windows(store, rid, rows)
+    c = Criteria(baseline_h=baseline / 3600.0, duration_h=duration / 3600.0)
+    measured = [Window(index=r["idx"], start_s=r["start_s"], length_s=r["length_s"],
+                       requests=r["requests"], errors=r["errors"], ttft_p50_s=r["ttft_p50_s"],
+                       ttft_p99_s=r["ttft_p99_s"], output_tokens=r["output_tokens"],
+                       evidence=Evidence(external_hit_tokens=r["external_hit_tokens"],
+                                         device_read_bytes=r["device_read_bytes"],
+                                         engine_rss_bytes=r["engine_rss_bytes"],
+                                         engine_restarts=r["engine_restarts"]))
+                for r in rows]
+    judged = {j.criterion: j for j in judge(measured, c, G4_KV_BYTES_PER_TOKEN)}
+    planned = int(duration // window)
+    soak = "g4_stability/test_g4.py::test_soak"
+    done = (Reason("g4.soak_measured", {"n": len(rows), "of": planned, "ended": "done"}),
+            f"{len(rows)} of {planned} windows measured; the soak ran to its end")
+    _record(store, rid, soak, "test_soak", "PASS" if len(rows) >= planned else "INCONCLUSIVE",
+            (Reason("g4.soak_expected"), "the accelerated arm stable under load for "
+             "gates.g4.duration"), done, None if len(rows) >= planned else done)
+    bad: list[str] = []
+    for name in G4_CRITERIA:
+        nodeid = f"g4_stability/test_g4.py::test_criterion[{name}]"
+        j = judged[name]
+        said = (j.reason, j.text)
+        outcome = j.verdict.value
+        _record(store, rid, nodeid, "test_criterion", outcome, _g4_expected(name, c), said,
+                None if outcome == "PASS" else said)
+        if outcome != "PASS":
+            bad.append(f"{check_label('G4', nodeid, 'test_criterion')}: {j.text}")
+    finish_from_checks(store, rid, reason="; ".join(bad[:5]))
+    return rid
+
+
+def g4_run_without_windows(store: Store, campaign: str = "soak-none") -> int:
+    """A G4 run that stored no window: the soak ended before its first one (its checks
+    ERROR), its test_soak words stored by an older harness (`status`, not `ended`: the
+    catalogue cannot say them, so they are shown as stored)."""
+    rid = new_run(store, "G4", campaign=campaign,
+                  config=g4_config(duration=3600.0, window=60.0, baseline=600.0))
+    old = {"code": "g4.soak_measured", "params": {"n": 0, "of": 60, "status": "failed"}}
+    runs.record_check(store, rid, nodeid="g4_stability/test_g4.py::test_soak",
+                      name="test_soak", host=None, outcome="ERROR",
+                      expected="the accelerated arm stable under load for gates.g4.duration",
+                      measured="0 of 60 windows measured; the soak failed",
+                      message="the soak's process died before its first window",
+                      details={"expected": Reason("g4.soak_expected").as_json(),
+                               "measured": old})
+    from harness.g4.criteria import Criteria
+
+    c = Criteria(baseline_h=600.0 / 3600.0, duration_h=1.0)
+    for name in G4_CRITERIA:  # asked, then the judgement raised (no code: stored English)
+        expected, words = _g4_expected(name, c)
+        runs.record_check(store, rid, nodeid=f"g4_stability/test_g4.py::test_criterion[{name}]",
+                          name="test_criterion", host=None, outcome="ERROR", expected=words,
+                          message=f"{name} cannot be judged: no window was measured",
+                          details={"expected": expected.as_json()})
+    finish_from_checks(store, rid, reason="the soak's process died before its first window")
+    return rid

@@ -11,6 +11,7 @@ from harness.report.i18n import load_catalog
 from harness.report.sections import SECTIONS, builder_for
 from harness.report.sections.arrival import G1_SECTION, G2_SECTION
 from harness.report.sections.g3 import G3 as G3_SECTION
+from harness.report.sections.g4 import G4 as G4_SECTION
 from harness.report.sections.generic import GENERIC
 
 
@@ -39,7 +40,7 @@ def test_report_sections_come_from_the_spec() -> None:
     assert {g.report_section for g in GATES} <= set(SECTIONS)
     assert builder_for("G3") is G3_SECTION
     assert builder_for("G1") is G1_SECTION and builder_for("G2") is G2_SECTION
-    assert builder_for("G4") is GENERIC and builder_for(None) is GENERIC
+    assert builder_for("G4") is G4_SECTION and builder_for(None) is GENERIC
 
 
 def test_order_and_lookup() -> None:

@@ -16,6 +16,7 @@ from harness.registry import GATE_IDS, gate_spec
 from harness.report.sections.arrival import G1_SECTION, G2_SECTION
 from harness.report.sections.base import Context, Contribution, SectionBuilder, TrendMetric
 from harness.report.sections.g3 import G3
+from harness.report.sections.g4 import G4
 from harness.report.sections.generic import GENERIC
 
 SECTIONS: Mapping[str, SectionBuilder] = MappingProxyType({
@@ -23,6 +24,7 @@ SECTIONS: Mapping[str, SectionBuilder] = MappingProxyType({
     "g3": G3,
     "g1": G1_SECTION,
     "g2": G2_SECTION,
+    "g4": G4,
 })
 
 

@@ -1,21 +1,20 @@
-"""The section every gate gets until it brings its own: checks, measured phases, windows.
+"""The section every gate gets until it brings its own: checks and measured phases.
 
-G1 / G2 / G4 use it today. Phases are aggregated from request rows with pandas group-bys
-(a G4 soak's million rows are a few numpy columns); G4 windows are read from series rows
-named `window:<metric>` because the store has no window table yet.
+Runs that are no gate's (bench, import) use it, and G4's section builds on it. Phases are
+aggregated from request rows with pandas group-bys (a soak's million rows are a few numpy
+columns).
 """
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 
-from harness.report import fmt, plots, simtime
-from harness.report.frames import WINDOW_PREFIX, RunFrames
+from harness.report import fmt, simtime
+from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
-from harness.report.model import Criterion, Plot, Section, Table
+from harness.report.model import Criterion, Section, Table
 from harness.report.sections.base import (
     Context,
     Contribution,
@@ -79,35 +78,6 @@ def phases_table(stats: pd.DataFrame, t: Translator, factor: float | None = None
     return Table(columns=cols, rows=rows)
 
 
-def window_plots(frames: RunFrames, ctx: Context) -> list[Plot]:
-    """G4-style windows: TTFT metrics in one plot, every other window metric in its own."""
-    s = frames.series
-    win = s[s["metric"].str.startswith(WINDOW_PREFIX)] if not s.empty else s
-    if win.empty:
-        return []
-    t0 = float(win["at"].min())
-    groups: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-    for metric, part in win.groupby("metric", sort=True):
-        name = str(metric)[len(WINDOW_PREFIX):]
-        key = "ttft" if name.startswith("ttft") else name
-        part = part.sort_values("at")
-        x = (part["at"].to_numpy(dtype=float) - t0) / 3600.0
-        groups.setdefault(key, {})[name] = (x, part["value"].to_numpy(dtype=float))
-    out = []
-    for key, series in list(groups.items())[:4]:
-        label = t_metric(ctx.t, key)
-        uri = plots.lines(ctx.fonts, series, xlabel=ctx.t("plot.hours"), ylabel=label)
-        out.append(Plot(title=ctx.t("plot.windows", {"metric": label}), data_uri=uri,
-                        caption=ctx.t("plot.windows_caption",
-                                      {"n": len(next(iter(series.values()))[0])})))
-    return out
-
-
-def t_metric(t: Translator, key: str) -> str:
-    k = f"metric.{key}"
-    return t(k) if k in t.messages else key
-
-
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     gate = run.gate or run.kind  # bench / import runs have no gate
@@ -134,7 +104,7 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
     title = gate_title(t, gate) if is_gate(run) else kind_title(t, run.kind)
     section = Section(kind="checks", template=GENERIC.template, gate=gate,
                       title=title, run_id=run.id, badge=b, notes=notes,
-                      tables=tables, plots=window_plots(frames, ctx))
+                      tables=tables)
     if not is_gate(run):  # measured, not judged: no criterion, no finding
         return Contribution(section=section)
     return Contribution(section=section, criteria=[checks_criterion(frames, t)],
