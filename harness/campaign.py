@@ -32,8 +32,9 @@ class GateState:
 
 def gate_states(store: Store, campaign: str, *, include_simulated: bool = True,
                 custom_suites: bool = False) -> list[GateState]:
-    """Each gate's standing run. A run of another suite than the packaged one (the
-    harness's own tests) never stands for a gate; with `custom_suites` only such runs
+    """Each gate's standing run in `campaign` ("SITE/CAMPAIGN", or a bare name in one site
+    only: harness.store.runs.find_campaign). A run of another suite than the packaged one
+    (the harness's own tests) never stands for a gate; with `custom_suites` only such runs
     count (they may open each other, for the tests of the gate order)."""
     states = []
     for spec in GATES:
@@ -73,8 +74,11 @@ def run_one(req: RunRequest, progress: Progress | None = None) -> RunOutcome:
     prepared = prepare(req)
     if not req.forced and req.resume_run is None:
         cfg = req.loaded.config
-        check_prerequisites(req.store, cfg.campaign.name, req.gate, simulated=cfg.simulated,
-                            custom_suite=req.suite_dir is not None)
+        # the config's campaign within the config's site: the run is filed there
+        # (harness.store.runs.ensure_campaign), and another site's campaign of the same
+        # name is another campaign
+        check_prerequisites(req.store, f"{cfg.site.name}/{cfg.campaign.name}", req.gate,
+                            simulated=cfg.simulated, custom_suite=req.suite_dir is not None)
     return run_gate(req, progress=progress, prepared=prepared)
 
 

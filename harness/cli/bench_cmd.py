@@ -17,6 +17,8 @@ from harness.cli.common import config_option, db_option, emit_json, json_option
 
 if TYPE_CHECKING:
     from harness.loadgen.health import HealthBounds
+    from harness.store.db import Store
+    from harness.store.runs import CampaignRef
 
 # harness.loadgen.engines.ENGINE_NAMES, spelled out so `gate bench --help` imports nothing
 ENGINE_CHOICES = ("vllm", "sglang", "tgi", "llama.cpp", "llama-cpp-python", "ollama",
@@ -66,7 +68,8 @@ an endpoint is down, 4 for bad options or a model the server does not serve."""
 @click.option("--no-metrics", is_flag=True, help="Do not scrape /metrics.")
 @click.option("--no-progress", is_flag=True, help="No live progress on stderr.")
 @click.option("--campaign", default=None,
-              help="Campaign to file under (default: the config's, else `bench`).")
+              help="Campaign to file under, NAME or SITE/CAMPAIGN (default: the config's, "
+                   "else `bench`).")
 @click.option("--save", "save", default=None, help="Also write a vLLM-style result JSON.")
 @click.option("--requests-out", "requests_out", default=None, metavar="FILE.jsonl|FILE.csv",
               help="Also write one row per request (times, tokens, error) as JSON lines or "
@@ -118,7 +121,7 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         timeout=timeout, api=api, seed=seed, slo=parse_slo(goodput),  # type: ignore[arg-type]
         metrics_interval=metrics_interval, scrape_metrics=not no_metrics,
         progress=not no_progress, args=tuple(sys.argv[1:]),
-        **_filed_under(config_path, campaign), health=_health_bounds(config_path),
+        **_filed_under(config_path, campaign, db_url), health=_health_bounds(config_path),
         engine=engine or _configured_engine(config_path),
         calibrate_with_usage=calibrate_with_usage,
     )
@@ -158,16 +161,53 @@ def bench(urls: tuple[str, ...], model: str, workload: str, workload_file: str |
         sys.exit(out.exit_code)  # SystemExit, not click's Exit: `python -m harness` drops a return
 
 
-def _filed_under(config_path: str, campaign: str | None) -> dict[str, str]:
-    """Campaign and site names: --campaign, else the site config's when there is one (a
-    bench needs no config), else `bench` at site `local`."""
-    path = Path(config_path)
-    if not path.is_file():
-        return {"campaign": campaign or "bench", "site": "local"}
-    from harness.config.loader import load_config
+def _filed_under(config_path: str, campaign: str | None, db_url: str | None,
+                 store: Store | None = None) -> dict[str, str]:
+    """Campaign and site names (a campaign's name is unique within its site only).
 
-    cfg = load_config(path).config
-    return {"campaign": campaign or cfg.campaign.name, "site": cfg.site.name}
+    --campaign SITE/CAMPAIGN: that campaign of that site. A bare --campaign: within the
+    site config's site when there is a config (a bench needs none), else the campaign of
+    that name the store already holds (refused, naming them, when two sites have one),
+    else at site `local`. No --campaign: the config's campaign and site, else `bench` at
+    site `local`. `store`: the open store, else the one at `db_url` when it exists."""
+    path = Path(config_path)
+    cfg = None
+    if path.is_file():
+        from harness.config.loader import load_config
+
+        cfg = load_config(path).config
+    if campaign is None:
+        return ({"campaign": cfg.campaign.name, "site": cfg.site.name} if cfg is not None
+                else {"campaign": "bench", "site": "local"})
+    from harness.store.runs import split_campaign
+
+    site, name = split_campaign(campaign)
+    if site is not None:
+        return {"campaign": name, "site": site}
+    if cfg is not None:
+        return {"campaign": campaign, "site": cfg.site.name}
+    found = _stored_campaign(campaign, db_url, store)
+    return ({"campaign": found.name, "site": found.site} if found is not None
+            else {"campaign": campaign, "site": "local"})
+
+
+def _stored_campaign(campaign: str, db_url: str | None,
+                     store: Store | None) -> CampaignRef | None:
+    """The campaign a bare name names in the store (None when it holds none, or when there
+    is no store yet: a bench never makes an empty one before it has a run to keep)."""
+    from harness.store.runs import find_campaign
+
+    if store is not None:
+        return find_campaign(store, campaign)
+    from harness.store.db import Store, absent_file
+
+    if absent_file(db_url) is not None:
+        return None
+    opened = Store(db_url)
+    try:
+        return find_campaign(opened, campaign)
+    finally:
+        opened.close()
 
 
 def _configured_engine(config_path: str) -> str | None:
@@ -200,7 +240,8 @@ def import_() -> None:
 @import_.command("vllm-bench")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--campaign", default=None,
-              help="Campaign to file under (default: the config's, else `bench`).")
+              help="Campaign to file under, NAME or SITE/CAMPAIGN (default: the config's, "
+                   "else `bench`).")
 @config_option
 @db_option
 @json_option
@@ -230,7 +271,7 @@ def vllm_bench(file: Path, campaign: str | None, config_path: str, db_url: str |
     verdict, reason, problem = import_outcome(runs, file.name)
     store = Store(db_url)
     try:
-        where = _filed_under(config_path, campaign)
+        where = _filed_under(config_path, campaign, db_url, store)
         run_id = start_run(store, NewRun(campaign=where["campaign"], site=where["site"],
                                          customer="", kind="import",
                                          args=("vllm-bench", str(file))))

@@ -55,14 +55,18 @@ def open_store(url: str | None, *, existing: bool = False) -> Store:
     return Store(url)
 
 
-def campaign_name(config_path: str, explicit: str | None) -> str | None:
-    """--campaign wins; else the config's campaign if the config exists; else None."""
+def campaign_name(config_path: str, explicit: str | None) -> tuple[str, str] | None:
+    """(how the store finds it, how it is shown): --campaign wins, as given (SITE/CAMPAIGN
+    or a bare name); else the config's campaign if the config exists, found within the
+    config's site (another site's campaign of the same name is another campaign) and shown
+    by its name; else None."""
     if explicit:
-        return explicit
+        return explicit, explicit
     from pathlib import Path
 
     if Path(config_path).exists() or config_path != "gate.yaml":
-        return open_config(config_path).config.campaign.name
+        cfg = open_config(config_path).config
+        return f"{cfg.site.name}/{cfg.campaign.name}", cfg.campaign.name
     return None
 
 

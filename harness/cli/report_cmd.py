@@ -38,7 +38,8 @@ def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
 
 @click.command("report")
 @click.argument("run_id", required=False, type=int)
-@click.option("--campaign", default=None, help="Report every gate of this campaign.")
+@click.option("--campaign", default=None,
+              help="Report every gate of this campaign (NAME, or SITE/CAMPAIGN).")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default=None,
               help="Output format (default: the config's report.format, else pdf).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
@@ -75,6 +76,9 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
                                       fmt, logo=logo)
         else:
             assert campaign is not None
+            from harness.store.runs import resolve_campaign
+
+            resolve_campaign(store, campaign)  # absent, or a bare name in two sites: say so now
             out = output or store_dir(store) / default_name(campaign=campaign, lang=lang)
             paths = render_campaign_report(store, campaign, check_output(out, "--output"),
                                            lang, fmt, logo=logo)
@@ -86,7 +90,8 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
 
 @click.command("export")
 @click.argument("target", nargs=-1)
-@click.option("--campaign", default=None, help="Pack every run of this campaign.")
+@click.option("--campaign", default=None,
+              help="Pack every run of this campaign (NAME, or SITE/CAMPAIGN).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="The pack to write (default: next to the store, dated .tar.gz).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
@@ -125,8 +130,9 @@ def export(target: tuple[str, ...], campaign: str | None, output: Path | None, l
     store = open_store(db_url, existing=True)
     try:
         day = time.strftime("%Y%m%d", time.gmtime())
+        # SITE/CAMPAIGN names a file, not a directory: acme_poc, as the report's names
         name = f"gate-evidence-run{run_id}-{day}.tar.gz" if run_id is not None else (
-            f"gate-evidence-{campaign}-{day}.tar.gz")
+            f"gate-evidence-{str(campaign).replace('/', '_')}-{day}.tar.gz")
         out = check_output(output or store_dir(store) / name, "--output")
         path, warnings = export_pack(store, out, run_id=run_id, campaign=campaign, lang=lang)
     finally:

@@ -29,7 +29,9 @@ def runs() -> None:
 
 @runs.command("list")
 @db_option
-@click.option("--campaign", default=None)
+@click.option("--campaign", default=None,
+              help="Only this campaign: its name, or SITE/CAMPAIGN when two sites have one "
+                   "of that name.")
 @click.option("--gate", default=None, type=click.Choice(GATE_IDS))
 @json_option
 @wide_option
@@ -63,8 +65,10 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
     from harness.store import runs as store_runs
 
     store = open_store(db_url, existing=True)
-    d = run_dict(store, store_runs.get_run(store, run_id))
-    d["uid"] = store_runs.get_run(store, run_id).uid  # unique across stores and sites
+    row = store_runs.get_run(store, run_id)
+    d = run_dict(store, row)
+    d["uid"] = row.uid  # unique across stores and sites
+    d["revision"] = row.revision  # of its measured content: abort and resume bump it
     d["checks"] = [
         {"nodeid": c.nodeid, "name": c.name, "label": check_label(d["gate"], c.nodeid, c.name),
          "host": c.host, "outcome": c.outcome, "message": c.message,
@@ -75,7 +79,6 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
     d["signoffs"] = [{"role": s.role, "name": s.name, "note": s.note, "at": s.at,
                       "os_user": s.os_user, "hostname": s.hostname}
                      for s in store_runs.signoffs(store, run_id)]
-    row = store_runs.get_run(store, run_id)
     judge = suite_hooks(row.gate).deviations if row.gate and gate_spec(row.gate).built \
         else None
     settings = judge(row.config_json or {}) if judge is not None else []

@@ -12,23 +12,27 @@ from harness.cli.run_view import marks, run_dict, times, when
 from harness.cli.tables import Cell, Column, console, render, verdict_cell, wide_option
 
 
-def _campaign_or_fail(name: str | None, explicit: str | None, store: Any) -> str:
-    """`name` (from --campaign or the config), checked against the store; else the store's
-    only campaign."""
+def _campaign_or_fail(asked: tuple[str, str] | None, explicit: str | None,
+                      store: Any) -> tuple[str, str]:
+    """(how the store finds it, how it is shown): the campaign asked for (--campaign, as
+    SITE/CAMPAIGN or a bare name, checked against the store; or the config's), else the
+    store's only campaign. A bare name in several sites is refused, listing them."""
     from harness.errors import UsageError
     from harness.store import runs as store_runs
 
-    names = store_runs.campaign_names(store)
-    if name and explicit and name not in names:  # a typo must not list empty gates, exit 0
+    # a typo must not list empty gates, exit 0
+    if asked and explicit and store_runs.find_campaign(store, asked[0]) is None:
         from harness.errors import NotFoundError
 
-        raise NotFoundError(f"no campaign {name!r} in {store.url}"
+        names = store_runs.campaign_names(store)
+        raise NotFoundError(f"no campaign {explicit!r} in {store.url}"
                             + (f" (campaigns here: {', '.join(names)})" if names else ""),
-                            what="campaign", name=name)
-    if name:
-        return name
+                            what="campaign", name=explicit)
+    if asked:
+        return asked
+    names = store_runs.campaign_names(store)
     if len(names) == 1:
-        return names[0]
+        return names[0], names[0]
     raise UsageError("which campaign?", hint="pass --campaign NAME or -c gate.yaml"
                      + (f"; campaigns in the store: {', '.join(names)}" if names else ""))
 
@@ -42,7 +46,8 @@ COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True),
 @click.command()
 @config_option
 @db_option
-@click.option("--campaign", "campaign", default=None, help="Campaign name (default: the config's).")
+@click.option("--campaign", "campaign", default=None,
+              help="Campaign name, or SITE/CAMPAIGN (default: the config's).")
 @json_option
 @wide_option
 def status(config_path: str, db_url: str | None, campaign: str | None, as_json: bool,
@@ -58,13 +63,13 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     # memory rather than a new gate.db left in the current directory.
     fresh = configured is not None and campaign is None and absent_file(db_url) is not None
     store = open_store("sqlite://" if fresh else db_url, existing=True)
-    name = _campaign_or_fail(configured, campaign, store)
-    states = gate_states(store, name)
+    key, name = _campaign_or_fail(configured, campaign, store)
+    states = gate_states(store, key)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for st in states:
         d = run_dict(store, st.run) if st.run else None
-        attempts = [_attempt(store, r) for r in store_runs.runs(store, campaign=name,
+        attempts = [_attempt(store, r) for r in store_runs.runs(store, campaign=key,
                                                                  gate=st.gate, kind="gate")
                     if not r.suite]
         running = st.latest_any if st.latest_any and st.latest_any.status == "RUNNING" \

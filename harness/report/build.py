@@ -131,7 +131,7 @@ def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> 
     r = frames.run
     if r.kind != "gate":
         return _not_a_gate_report(frames, t, fonts)
-    runs = gate_runs(store, r.campaign)
+    runs = gate_runs(store, r.campaign_ref)
     badges = []
     for gate in GATE_IDS:
         if gate == r.gate:
@@ -149,7 +149,7 @@ def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> 
     return _assemble(kind="run", t=t, fonts=fonts, title=title, site=r.site,
                      customer=r.customer, campaign=r.campaign, main=[frames], badges=badges,
                      trends=trends, ident=t("footer_run", {"run": r.id}),
-                     attempts=_attempts(store, r.campaign, [frames], t))
+                     attempts=_attempts(store, r.campaign_ref, [frames], t))
 
 
 def _not_a_gate_report(frames: RunFrames, t: Translator, fonts: Fonts) -> Report:
@@ -167,7 +167,7 @@ def _not_a_gate_report(frames: RunFrames, t: Translator, fonts: Fonts) -> Report
 
 def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fonts) -> Report:
     info = campaign_info(store, campaign)
-    runs = gate_runs(store, campaign)
+    runs = gate_runs(store, info.ref)
     main: list[RunFrames] = []
     badges: list[Badge] = []
     trends: list[TrendSection] = []
@@ -186,4 +186,4 @@ def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fon
     return _assemble(kind="campaign", t=t, fonts=fonts, title=title, site=info.site,
                      customer=info.customer, campaign=info.name, main=main, badges=badges,
                      trends=trends, ident=t("footer_campaign", {"campaign": info.name}),
-                     attempts=_attempts(store, info.name, main, t))
+                     attempts=_attempts(store, info.ref, main, t))

@@ -7,6 +7,10 @@ schema is walked in dependency order: site / campaign / run by id, tables with a
 by run, requests through their benchmarks. Rows stream through SQLAlchemy Core in
 batches, so a G4 run's million requests never sit in memory at once. A table the walker
 does not know how to scope is skipped and named in the result, never copied whole.
+
+Rows are copied as they are, ids and uids included: a copied row keeps its identity, so
+the same run copied twice (two packs, or a pack and its source) has the same uids, and a
+merge of both sees one run, not two.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy import select
 
 from harness.store.db import Store
-from harness.store.schema import ArtifactRow, CampaignRow, HostFactRow, RunRow
+from harness.store.runs import find_campaign
+from harness.store.schema import ArtifactRow, HostFactRow, RunRow
 
 
 def gate_facts(store: Store, run_id: int, gate: str | None, key: str, *,
@@ -56,16 +57,19 @@ class Fact:
 def campaign_facts(store: Store, campaign: str, gate: str,
                    keys: Sequence[str]) -> dict[str, dict[str, Fact]]:
     """key -> host -> the latest Fact of `key` a run of `gate` recorded for the host in
-    `campaign`. Runs of another suite than the packaged one (the harness's own tests) are
-    left out: they never stand for a gate. `gate plan` reads what G2 measured with it."""
+    `campaign` ("SITE/CAMPAIGN" or a bare name: harness.store.runs.find_campaign). Runs of
+    another suite than the packaged one (the harness's own tests) are left out: they never
+    stand for a gate. `gate plan` reads what G2 measured with it."""
     if not keys:
+        return {}
+    found = find_campaign(store, campaign)
+    if found is None:
         return {}
     with store.session() as s:
         q = (select(HostFactRow.key, HostFactRow.host, HostFactRow.value,
                     HostFactRow.simulated, RunRow.id)
              .join(RunRow, RunRow.id == HostFactRow.run_id)
-             .join(CampaignRow, CampaignRow.id == RunRow.campaign_id)
-             .where(CampaignRow.name == campaign, RunRow.gate == gate,
+             .where(RunRow.campaign_id == found.id, RunRow.gate == gate,
                     RunRow.kind == "gate", RunRow.suite == "",
                     HostFactRow.key.in_(list(keys)))
              .order_by(RunRow.id, HostFactRow.id))

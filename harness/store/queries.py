@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, and_, case, false, or_, select
+from sqlalchemy import ColumnElement, Select, and_, case, false, or_, select
 
-from harness.errors import NotFoundError
 from harness.store import runs as store_runs
 from harness.store.db import Store
 from harness.store.schema import (
@@ -74,6 +73,12 @@ class RunInfo:
     site: str
     customer: str
 
+    @property
+    def campaign_ref(self) -> str:
+        """The run's campaign named unambiguously (SITE/CAMPAIGN), for the campaign
+        readers below: a bare name may be in several sites."""
+        return f"{self.site}/{self.campaign}"
+
 
 @dataclass(frozen=True)
 class RunTables:
@@ -94,6 +99,11 @@ class CampaignInfo:
     name: str
     site: str
     customer: str
+
+    @property
+    def ref(self) -> str:
+        """SITE/CAMPAIGN: the campaign named unambiguously."""
+        return f"{self.site}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,8 @@ def run_tables(store: Store, run_id: int, *, series_metrics: tuple[str, ...] = (
                                        bm.phase, bm.driver, bm.params, bm.summary, bm.status,
                                        bm.started_at, bm.duration)
                          .where(bm.run_id == run_id).order_by(bm.id)),
-        cells=_read(store, select(cl).where(cl.run_id == run_id).order_by(cl.layout, cl.tier)),
+        cells=_read(store, select(*(col for col in cl.__table__.columns if col.name != "uid"))
+                    .where(cl.run_id == run_id).order_by(cl.layout, cl.tier)),
         series=_read(store, select(se.benchmark_id, se.source, se.metric, se.at, se.value)
                      .where(se.run_id == run_id, wanted).order_by(se.source, se.at)),
     )
@@ -197,15 +208,21 @@ def run_requests(store: Store, run_id: int) -> pd.DataFrame:
 
 
 def campaign_info(store: Store, campaign: str) -> CampaignInfo:
-    """The campaign and its site; NotFoundError naming the campaign when absent."""
-    q = (select(CampaignRow.name, SiteRow.name, SiteRow.customer)
-         .join(SiteRow, SiteRow.id == CampaignRow.site_id).where(CampaignRow.name == campaign))
+    """The campaign ("SITE/CAMPAIGN" or a bare name) and its site; NotFoundError naming the
+    campaign when absent, a UsageError listing the sites when a bare name is in several."""
+    ref = store_runs.resolve_campaign(store, campaign)
+    q = select(SiteRow.customer).join(CampaignRow, SiteRow.id == CampaignRow.site_id).where(
+        CampaignRow.id == ref.id)
     with store.engine.connect() as conn:
-        row = conn.execute(q).first()
-    if row is None:
-        raise NotFoundError(f"no campaign {campaign!r} in {store.url}", what="campaign",
-                            name=campaign)
-    return CampaignInfo(name=str(row[0]), site=str(row[1]), customer=str(row[2] or ""))
+        customer = conn.execute(q).scalar()
+    return CampaignInfo(name=ref.name, site=ref.site, customer=str(customer or ""))
+
+
+def _of_campaign(store: Store, campaign: str) -> ColumnElement[bool]:
+    """Where a run is of `campaign` ("SITE/CAMPAIGN" or a bare name; nothing matches one
+    the store does not hold)."""
+    found = store_runs.find_campaign(store, campaign)
+    return RunRow.campaign_id == found.id if found is not None else false()
 
 
 def gate_runs(store: Store, campaign: str) -> pd.DataFrame:
@@ -213,8 +230,7 @@ def gate_runs(store: Store, campaign: str) -> pd.DataFrame:
     run of a custom suite never stands for a gate (harness.campaign.gate_states)."""
     r = RunRow
     q = (select(r.id, r.gate, r.status, r.partial, r.started_at)
-         .join(CampaignRow, CampaignRow.id == r.campaign_id)
-         .where(CampaignRow.name == campaign, r.kind == "gate",
+         .where(_of_campaign(store, campaign), r.kind == "gate",
                 or_(r.suite == "", r.suite.is_(None)))
          .order_by(r.started_at, r.id))
     return _read(store, q)
@@ -222,8 +238,7 @@ def gate_runs(store: Store, campaign: str) -> pd.DataFrame:
 
 def campaign_run_ids(store: Store, campaign: str) -> list[int]:
     """Every run of the campaign, of any kind (for the evidence pack)."""
-    q = (select(RunRow.id).join(CampaignRow, CampaignRow.id == RunRow.campaign_id)
-         .where(CampaignRow.name == campaign).order_by(RunRow.id))
+    q = select(RunRow.id).where(_of_campaign(store, campaign)).order_by(RunRow.id)
     with store.engine.connect() as conn:
         return [int(x) for x in conn.scalars(q)]
 

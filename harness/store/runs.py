@@ -2,6 +2,11 @@
 
 Append-only between runs: nothing here updates another run's results. A check is
 committed the moment it finishes so a killed `gate` keeps everything measured.
+
+A campaign's name is unique within its site only: every reader that takes a campaign name
+takes "SITE/CAMPAIGN" or a bare name, and refuses a bare name two sites share, listing
+them (find_campaign). Every row gets a globally unique uid at creation (schema.new_uid);
+a run's `revision` counts changes of its measured content (abort and resume bump it).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from harness.errors import LockError, NotFoundError, RunStateError
+from harness.errors import LockError, NotFoundError, RunStateError, UsageError
 from harness.store.db import Store
 from harness.store.schema import (
     ArtifactRow,
@@ -64,8 +69,68 @@ def _now() -> float:
     return time.time()
 
 
+@dataclass(frozen=True)
+class CampaignRef:
+    """A campaign found by name: its ids, its name and its site's."""
+
+    id: int
+    uid: str
+    name: str
+    site: str
+
+    @property
+    def ref(self) -> str:
+        """How to name it unambiguously: SITE/CAMPAIGN."""
+        return f"{self.site}/{self.name}"
+
+
+def split_campaign(campaign: str) -> tuple[str | None, str]:
+    """"SITE/CAMPAIGN" -> (SITE, CAMPAIGN); a bare name -> (None, name). A campaign's name
+    never holds a "/" (the config refuses one) but a site's may: split at the last."""
+    site, sep, name = campaign.rpartition("/")
+    return (site, name) if sep and site and name else (None, campaign)
+
+
+def find_campaigns(store: Store, campaign: str) -> list[CampaignRef]:
+    """Every campaign `campaign` names, by site: "SITE/CAMPAIGN" names one at most; a bare
+    name every campaign of that name, in any site (names are unique within a site only).
+    A name holding a "/" that names no SITE/CAMPAIGN is also tried whole (`gate bench
+    --campaign` took any text before SITE/CAMPAIGN was read)."""
+    site, name = split_campaign(campaign)
+    q = (select(CampaignRow.id, CampaignRow.uid, CampaignRow.name, SiteRow.name)
+         .join(SiteRow, SiteRow.id == CampaignRow.site_id)
+         .order_by(SiteRow.name, CampaignRow.id))
+    with store.session() as s:
+        found = []
+        if site is not None:
+            found = list(s.execute(q.where(SiteRow.name == site, CampaignRow.name == name)))
+        if not found:
+            found = list(s.execute(q.where(CampaignRow.name == campaign)))
+    return [CampaignRef(int(i), str(u), str(n), str(sn)) for i, u, n, sn in found]
+
+
+def find_campaign(store: Store, campaign: str) -> CampaignRef | None:
+    """The campaign `campaign` names ("SITE/CAMPAIGN" or a bare name); None when there is
+    none; a UsageError listing the candidates when a bare name is in several sites."""
+    found = find_campaigns(store, campaign)
+    if len(found) > 1:
+        raise UsageError(f"campaign {campaign!r} is in {len(found)} sites: "
+                         f"{', '.join(c.ref for c in found)}; name one as SITE/CAMPAIGN")
+    return found[0] if found else None
+
+
+def resolve_campaign(store: Store, campaign: str) -> CampaignRef:
+    """find_campaign, and a NotFoundError naming the campaign when there is none."""
+    found = find_campaign(store, campaign)
+    if found is None:
+        raise NotFoundError(f"no campaign {campaign!r} in {store.url}", what="campaign",
+                            name=campaign)
+    return found
+
+
 def ensure_campaign(store: Store, campaign: str, site: str, customer: str = "") -> int:
-    """The campaign's id, made (with its site) if new. Two `gate`s making the same one at
+    """The id of campaign `campaign` within site `site`, made (with its site) if new: two
+    sites may each have a campaign of the same name. Two `gate`s making the same one at
     once (two `gate run` racing on a new PostgreSQL store): the unique names refuse the
     second's rows, and it reads the first's."""
     try:
@@ -76,14 +141,15 @@ def ensure_campaign(store: Store, campaign: str, site: str, customer: str = "") 
 
 def _ensure_campaign(store: Store, campaign: str, site: str, customer: str) -> int:
     with store.session() as s:
-        row = s.scalar(select(CampaignRow).where(CampaignRow.name == campaign))
-        if row is not None:
-            return row.id
         site_row = s.scalar(select(SiteRow).where(SiteRow.name == site))
         if site_row is None:
             site_row = SiteRow(name=site, customer=customer, created_at=_now())
             s.add(site_row)
             s.flush()
+        row = s.scalar(select(CampaignRow).where(CampaignRow.site_id == site_row.id,
+                                                 CampaignRow.name == campaign))
+        if row is not None:
+            return row.id
         row = CampaignRow(site_id=site_row.id, name=campaign, created_at=_now())
         s.add(row)
         s.flush()
@@ -91,9 +157,9 @@ def _ensure_campaign(store: Store, campaign: str, site: str, customer: str) -> i
 
 
 def campaign_id(store: Store, campaign: str) -> int | None:
-    with store.session() as s:
-        row = s.scalar(select(CampaignRow).where(CampaignRow.name == campaign))
-        return row.id if row else None
+    """The id of the campaign `campaign` names (see find_campaign); None when absent."""
+    found = find_campaign(store, campaign)
+    return found.id if found else None
 
 
 def start_run(store: Store, new: NewRun) -> int:
@@ -190,13 +256,18 @@ def heartbeat(store: Store, run_id: int) -> None:
 def finish_run(store: Store, run_id: int, *, verdict: str | None, reason: str,
                status: str = "FINISHED",
                partial: bool = False, selected: int = 0, total: int = 0,
-               needs_signoff: bool = False, simulated: bool | None = None) -> None:
+               needs_signoff: bool = False, simulated: bool | None = None,
+               revise: bool = False) -> None:
+    """End a RUNNING run (a run no longer RUNNING is left as it is); `revise`: its
+    revision goes up by one with it (abort_run)."""
     values: dict[str, Any] = dict(
         status=status, verdict=verdict, reason=reason, partial=partial, checks_selected=selected,
         checks_total=total, needs_signoff=needs_signoff, finished_at=_now(),
     )
     if simulated is not None:
         values["simulated"] = simulated
+    if revise:
+        values["revision"] = RunRow.revision + 1
     with store.session() as s:
         # Only a RUNNING run finishes: a run aborted meanwhile (`gate runs abort`) stays
         # ABORTED even if its old process comes back and reports.
@@ -224,7 +295,8 @@ def process_alive(pid: int, hostname: str) -> bool | None:
 
 
 def abort_run(store: Store, run_id: int, *, force: bool = False) -> str:
-    """End a RUNNING run as ABORTED (results kept) if its process is gone."""
+    """End a RUNNING run as ABORTED (results kept) if its process is gone; its revision
+    goes up by one."""
     run = get_run(store, run_id)
     if run.status != "RUNNING":
         raise RunStateError(f"run {run_id} is {run.status}, not RUNNING", run_id=run_id)
@@ -237,7 +309,8 @@ def abort_run(store: Store, run_id: int, *, force: bool = False) -> str:
         raise RunStateError(f"run {run_id} runs on {run.hostname} and its heartbeat is fresh",
                             run_id=run_id, overridable=True, hint="abort it there")
     finish_run(store, run_id, verdict="ERROR", reason="aborted: process gone", status="ABORTED",
-               partial=run.partial, selected=run.checks_selected, total=run.checks_total)
+               partial=run.partial, selected=run.checks_selected, total=run.checks_total,
+               revise=True)
     return "aborted"
 
 
@@ -276,10 +349,15 @@ def checks(store: Store, run_id: int) -> list[CheckRow]:
 
 def runs(store: Store, campaign: str | None = None, gate: str | None = None,
          kind: str | None = None) -> list[RunRow]:
+    """Runs, oldest first: of `campaign` ("SITE/CAMPAIGN" or a bare name, see
+    find_campaign; none when it is not in the store), `gate` and `kind` when given."""
+    q = select(RunRow).order_by(RunRow.id)
+    if campaign is not None:
+        found = find_campaign(store, campaign)
+        if found is None:
+            return []
+        q = q.where(RunRow.campaign_id == found.id)
     with store.session() as s:
-        q = select(RunRow).order_by(RunRow.id)
-        if campaign is not None:
-            q = q.join(CampaignRow).where(CampaignRow.name == campaign)
         if gate is not None:
             q = q.where(RunRow.gate == gate)
         if kind is not None:
@@ -288,12 +366,21 @@ def runs(store: Store, campaign: str | None = None, gate: str | None = None,
 
 
 def campaign_names(store: Store) -> list[str]:
+    """Every campaign as a user names it: its name, or SITE/CAMPAIGN when another site has
+    a campaign of the same name; in the order they were made."""
     with store.session() as s:
-        return list(s.scalars(select(CampaignRow.name).order_by(CampaignRow.id)))
+        rows = list(s.execute(select(CampaignRow.name, SiteRow.name)
+                              .join(SiteRow, SiteRow.id == CampaignRow.site_id)
+                              .order_by(CampaignRow.id)))
+    count: dict[str, int] = {}
+    for name, _site in rows:
+        count[name] = count.get(name, 0) + 1
+    return [f"{site}/{name}" if count[name] > 1 else str(name) for name, site in rows]
 
 
 def add_signoff(store: Store, run_id: int, *, role: str, name: str, note: str) -> None:
-    """Record a sign-off with who ran the command, and where, beside the name given."""
+    """Record a sign-off with who ran the command, and where, beside the name given. A
+    sign-off is a row of its own (with its own uid): the run's revision stays."""
     import getpass
 
     get_run(store, run_id)
@@ -351,14 +438,16 @@ def add_artifact(store: Store, run_id: int, path: Path, *, kind: str = "",
 
 
 def reopen_run(store: Store, run_id: int) -> None:
-    """`gate resume`: an ABORTED run goes back to RUNNING under a fresh lock; its results stay."""
+    """`gate resume`: an ABORTED run goes back to RUNNING under a fresh lock; its results
+    stay, and its revision goes up by one (what it measures next changes its content)."""
     run = get_run(store, run_id)
     now = _now()
     try:
         with store.session() as s:
             s.execute(update(RunRow).where(RunRow.id == run_id).values(
                 status="RUNNING", verdict=None, finished_at=None, pid=os.getpid(),
-                hostname=socket.gethostname(), heartbeat_at=now))
+                hostname=socket.gethostname(), heartbeat_at=now,
+                revision=RunRow.revision + 1))
             s.add(RunLockRow(campaign_id=run.campaign_id, run_id=run_id, pid=os.getpid(),
                              hostname=socket.gethostname(), acquired_at=now, heartbeat_at=now))
     except IntegrityError:

@@ -32,25 +32,37 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
+def new_uid() -> str:
+    """An entity's globally unique id (uuid4, hex): every row that travels (a site, a
+    campaign, a run and each of its checks, cells, benchmarks, sign-offs, events, artifacts,
+    host facts, engine processes, series samples and soak windows) gets one at creation, so
+    results from many sites and stores merge without collisions. A request has none: it is
+    (its benchmark's uid, idx)."""
+    return uuid.uuid4().hex
+
+
 class SiteRow(Base):
     __tablename__ = "site"
     id: Mapped[int] = mapped_column(primary_key=True)
+    # globally unique (new_uid): rows of many stores merge without collisions; a site's
+    # name stays unique in a store (a site is the top of the tree)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     customer: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[float] = mapped_column(Float)
 
 
 class CampaignRow(Base):
+    """A campaign's name is unique within its site, not globally: two sites may each have a
+    `poc` (harness.store.runs.find_campaigns resolves SITE/CAMPAIGN and bare names)."""
+
     __tablename__ = "campaign"
+    __table_args__ = (UniqueConstraint("site_id", "name", name="uq_campaign_site_name"),)
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     site_id: Mapped[int] = mapped_column(ForeignKey("site.id"))
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[float] = mapped_column(Float)
-
-
-def new_uid() -> str:
-    """A run's globally unique id: results from many sites merge without collisions."""
-    return uuid.uuid4().hex
 
 
 class RunRow(Base):
@@ -58,6 +70,10 @@ class RunRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)  # unique in this store only
     uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), index=True)
+    # The revision of its measured content (checks, cells, benchmarks and requests, windows,
+    # events): `gate resume` and `gate runs abort` bump it; a sign-off is a row of its own
+    # and never does.
+    revision: Mapped[int] = mapped_column(Integer, default=1)
     kind: Mapped[str] = mapped_column(String(16))  # gate | bench | import
     gate: Mapped[str | None] = mapped_column(String(4), index=True)
     status: Mapped[str] = mapped_column(String(16))  # RUNNING | FINISHED | ABORTED
@@ -104,6 +120,7 @@ class RunLockRow(Base):
 class CheckRow(Base):
     __tablename__ = "check"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     nodeid: Mapped[str] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text, default="")
@@ -122,6 +139,7 @@ class CheckRow(Base):
 class HostFactRow(Base):
     __tablename__ = "host_fact"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     host: Mapped[str] = mapped_column(String(200))
     key: Mapped[str] = mapped_column(String(200))
@@ -132,6 +150,7 @@ class HostFactRow(Base):
 class EventRow(Base):
     __tablename__ = "event"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     source: Mapped[str] = mapped_column(String(32))  # ansible | action | harness
     name: Mapped[str] = mapped_column(Text)  # playbook / task / step
@@ -145,6 +164,7 @@ class EventRow(Base):
 class SignoffRow(Base):
     __tablename__ = "signoff"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     role: Mapped[str] = mapped_column(String(16))  # vendor | customer | reviewer
     name: Mapped[str] = mapped_column(String(200))
@@ -157,6 +177,7 @@ class SignoffRow(Base):
 class ArtifactRow(Base):
     __tablename__ = "artifact"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     path: Mapped[str] = mapped_column(Text)
     sha256: Mapped[str] = mapped_column(String(64))
@@ -171,6 +192,7 @@ class BenchmarkRow(Base):
 
     __tablename__ = "benchmark"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     arm: Mapped[str] = mapped_column(String(32), default="")
     layout: Mapped[str] = mapped_column(String(64), default="")
@@ -214,6 +236,7 @@ class SeriesRow(Base):
 
     __tablename__ = "series"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     benchmark_id: Mapped[int | None] = mapped_column(ForeignKey("benchmark.id"), index=True)
     source: Mapped[str] = mapped_column(String(200))  # endpoint URL or host
@@ -229,6 +252,7 @@ class CellRow(Base):
     __tablename__ = "cell"
     __table_args__ = (UniqueConstraint("run_id", "layout", "tier"),)
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     layout: Mapped[str] = mapped_column(String(64))
     tier: Mapped[int] = mapped_column(Integer)
@@ -291,6 +315,7 @@ class EngineProcessRow(Base):
 
     __tablename__ = "engine_process"
     id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True, default=new_uid)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     host: Mapped[str] = mapped_column(String(200))
     pid: Mapped[int] = mapped_column(Integer)

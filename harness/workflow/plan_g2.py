@@ -124,7 +124,7 @@ def read_g2(store: Store, config: SiteConfig, tiers: Sequence[int]) -> G2Measure
              for tier in sorted({*tiers, *config.gates.g3.tiers,
                                  *(config.gates.g2.serving.tiers
                                    if config.gates.g2.serving else [])})}
-    facts = campaign_facts(store, config.campaign.name, "G2",
+    facts = campaign_facts(store, f"{config.site.name}/{config.campaign.name}", "G2",
                            [*fio_keys, GDSIO_KEY, *cells])
     serving: dict[str, Serving] = {}
     for key in cells:
