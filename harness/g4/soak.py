@@ -260,19 +260,11 @@ def start(directory: Path) -> int:
 
 
 def terminate(pid: int, wait: float) -> bool:
-    """TERM the soak (it stops sending, waits for what is in flight, writes its whole
-    windows), KILL after `wait` s; True when it is gone."""
-    for sig, grace in ((signal.SIGTERM, wait), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return True
-        end = time.monotonic() + grace
-        while time.monotonic() < end:
-            if not alive(pid):
-                return True
-            time.sleep(0.1)
-    return not alive(pid)
+    """TERM the soak's session (it stops sending, waits for what is in flight, writes its
+    whole windows), KILL after `wait` s; True when it is gone."""
+    from harness.remote.detach import terminate as end_session
+
+    return end_session(pid, wait, alive)
 
 
 def alive(pid: int) -> bool:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 LOG = "agent.log"
@@ -82,10 +83,12 @@ def alive(pid: int | None) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie has finished
 
 
-def terminate(pid: int, wait: float) -> bool:
+def terminate(pid: int, wait: float, running: Callable[[int], bool] | None = None) -> bool:
     """TERM the phase's process group (its own session: setsid or the systemd unit), and
     CONT so a stopped one acts on it (as systemd does), KILL after `wait` s; True when it
-    is gone."""
+    is gone. `running`: whether the pid is still the process meant (default: this agent's
+    phase; G4's soak passes its own)."""
+    running = running or alive
     try:
         group = os.getpgid(pid)
     except ProcessLookupError:
@@ -99,10 +102,10 @@ def terminate(pid: int, wait: float) -> bool:
             return True
         end = time.monotonic() + grace
         while time.monotonic() < end:
-            if not alive(pid):
+            if not running(pid):
                 return True
             time.sleep(0.05)
-    return not alive(pid)
+    return not running(pid)
 
 
 def log_tail(directory: Path, lines: int = 5) -> str:
