@@ -1,21 +1,22 @@
 """`gate demo`: a whole campaign against a simulated lab on this machine.
 
 It writes a real site (gate.yaml, hosts.ini, a store) whose arms start and stop simulated
-engines (`python -m harness.sim.control`), runs G1, G2 and G3 in order, each after the
-one before passed (G4's suite says it stays out of a demo: its soak cannot end in
-minutes; none is forced), renders the report and prints the verdicts. Everything it
-writes stays in the output directory for a look afterwards.
+engines (`python -m harness.sim.control`), runs G1, G2, G3 and G4 (its soak shortened to
+24 s) in order, each after the one before passed, renders the report and prints the
+verdicts. The soak scenarios give G4's engine a fault a soak must catch (SOAK_LAYOUT).
+Everything it writes stays in the output directory for a look afterwards.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from harness.workflow.demo_site import SPAWNER_SOCKET, site_yaml
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,11 +25,6 @@ if TYPE_CHECKING:
     from harness.runner import Progress
     from harness.store import Store
 
-# scenario -> the simulator profile of its engines; `bad-arrival` stops at G1 (its GPU
-# host's link runs below capability: harness.workflow.demo_hardware.py), so G3 never runs.
-SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken-baseline",
-             "bad-arrival": "r1-qwen32b"}
-SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
 DEMO_SPEED = 30.0  # above ~50 Python overhead starts to blur the modelled ratios (docs/sim.md)
 
 
@@ -102,102 +98,6 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _engine_cmd(verb: str, state: Path, extra: list[str]) -> str:
-    argv = [sys.executable, "-m", "harness.sim.control", verb, "--state-dir", str(state), *extra]
-    return "[" + ", ".join(_q(a) for a in argv) + "]"
-
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
-    from harness.workflow.demo_hardware import g1_yaml, g2_yaml, kv_volume
-
-    profile = SCENARIOS[scenario]
-    engines = root / "engines"
-    tier = root / "tier"
-    disk = root / "storage" / "diskstats"
-    # The GPU host's side of the tier's reads: its KV volume is the tier directory, on a
-    # line numbered as findmnt -T numbers that directory's filesystem (none: no findmnt).
-    volume = kv_volume(tier, root / "gpu1" / "diskstats")
-
-    def arm(name: str, tier_on: bool) -> str:
-        state = engines / f"{name}-{{layout}}-{{instance}}"
-        common = ["--profile", profile, "--port", "{port}", "--tp", "{tp}",
-                  "--instance", "{instance}", "--speed", str(speed),
-                  "--external-tier", "on" if tier_on else "off", "--diskstats", str(disk),
-                  "--seed", "7", "--cache-dir", str(root / "tokcache"),
-                  "--stream-interval", "8"]
-        if tier_on:
-            common += ["--tier-dir", str(tier)]
-        if volume is not None:
-            common += ["--kv-diskstats", volume.diskstats, "--kv-dev", volume.majmin]
-        # Engines fork from the demo's pre-imported spawner (restart reuses it); once the
-        # demo is over and the spawner gone, these commands start new interpreters instead.
-        start = [*common, "--spawner", str(root / SPAWNER_SOCKET)]
-        # The only differences G3 accepts between the arms' running engines: the tier
-        # switch, the tier's directory, each arm's own state path (docs/g3.md).
-        differs = ("    differs_by: [\"argv:--external-tier\", \"argv:--tier-dir\", "
-                   "\"argv:--url-file\", \"server:gate_sim*external_tier\"]\n"
-                   if tier_on else "")
-        return (f"  {name}:\n"
-                f"    start: {{command: {_engine_cmd('start', state, start)}}}\n"
-                f"    stop: {{command: {_engine_cmd('stop', state, [])}}}\n"
-                f"    restart: {{command: {_engine_cmd('restart', state, [])}}}\n"
-                f"    health_timeout: 60\n{differs}"
-                # each engine's stdout and stderr (harness.sim.control), fetched into the
-                # evidence after every stop
-                f"    logs: [{_q(str((state / 'engine.log').absolute()))}]\n")
-
-    return f"""\
-# Written by `gate demo`: a simulated lab on this machine ({scenario} scenario,
-# profile {profile}, speed x{speed:g}). Every run against it is flagged SIMULATED.
-site: {{name: demo-lab, customer: "Demo Customer 演示客户", vendor: "Demo Vendor"}}
-campaign: {{name: demo-{scenario}, operator: demo}}
-inventory: hosts.ini
-known_hosts: known_hosts
-simulated: true
-model: {{name: Qwen/Qwen2.5-32B-Instruct, layers: 64, kv_heads: 8, head_dim: 128, dtype: bf16}}
-arms:
-{arm("baseline", False)}{arm("accelerated", True)}
-layouts:
-  - {{name: TP8, tp: 8, instances: [{{host: gpu1, port: {port}}}]}}
-  - {{name: TP4x2, tp: 4, instances: [{{host: gpu1, port: {port}}},
-                                    {{host: gpu1, port: {port + 1}}}]}}
-load: {{placement: local, timeout: 120}}
-# min_docs 32: 4 x c documents a phase, at least 32 (a site's default is at least 64, for
-# power at c=4). At c=4 sixteen documents made a 0.35 s phase, where one 30 ms stall of a
-# simulated engine moved a pair's gain by 0.1; 32 documents halve that, at c=8 and c=16
-# nothing changes, and the demo stays within minutes.
-workload: {{kind: doc-qa, doc_tokens: 32000, question_tokens: 64, max_tokens: 128, seed: 7,
-           min_docs: 32}}
-gates:
-{g1_yaml(scenario)}{g2_yaml(root)}  g3:
-    tiers: [4, 8, 16]
-    repetitions: {{min: 3, max: 8}}
-    drop_caches_on: []        # simulated hosts: there is no page cache in front of the tier
-    bootstrap: 1000
-    # What the demo's steps take on a quiet 2-core machine (benchmarks/demo.py), so that
-    # `gate run G3 --dry-run -c` this file estimates minutes, not a real site's hours.
-    estimate: {{start_s: 0.6, restart_s: 0.6, stop_s: 0.4, drop_caches_s: 0,
-                recompute_tokens_per_s: 900000, tier_tokens_per_s: 1500000}}
-    evidence:
-      diskstats: {disk}
-      storage_groups: [storage]
-{volume.yaml() if volume is not None else ""}  g4:
-    # A soak of seconds, not 72 h: a demo shows how G4 judges windows, not a stack's
-    # stability (a soak shorter than 72 h is a weakened setting: it needs a sign-off).
-    duration: 24s
-    window: 2s
-    baseline: 8s
-    concurrency: 4
-# `gate plan` holds the SLA against G2's figures of this fio target (docs/plan.md)
-plan: {{volume: volume}}
-report: {{lang: en}}
-"""
 
 
 @dataclass(frozen=True)
@@ -387,7 +287,8 @@ def run_demo(out: Path, scenario: str, lang: str, speed: float, fmt: str,
     try:
         from harness.report import render_campaign_report
 
-        reports = render_campaign_report(store, loaded.config.campaign.name,
+        cfg = loaded.config
+        reports = render_campaign_report(store, f"{cfg.site.name}/{cfg.campaign.name}",
                                          site.root / f"report-{lang}", lang, fmt,
                                          logo=loaded.logo_uri())
     except ImportError:

@@ -39,11 +39,16 @@ COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True), Column("ru
               help="Where the demo site, store and report are written.")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("--scenario",
-              type=click.Choice(["default", "null", "broken-baseline", "bad-arrival"]),
+              type=click.Choice(["default", "null", "broken-baseline", "bad-arrival",
+                                 "soak-drift", "soak-fallback"]),
               default="default", show_default=True,
-              help="default ends PASS; null (no gain) STOP-LOSS or INCONCLUSIVE; "
-                   "broken-baseline INCONCLUSIVE 'above band: needs sign-off'; "
-                   "bad-arrival G1 STOP-LOSS (a PCIe link below capability), campaign stops.")
+              help="default ends PASS (G4 needing only its sign-off); null (no gain) "
+                   "STOP-LOSS or INCONCLUSIVE; broken-baseline INCONCLUSIVE 'above band: "
+                   "needs sign-off'; bad-arrival G1 STOP-LOSS (a PCIe link below "
+                   "capability), campaign stops. soak-drift and soak-fallback pass G1-G3 as "
+                   "default does, then G4's engine gets a fault: its TTFT drifts up (G4 "
+                   "STOP-LOSS ttft_drift), or its KV tier silently stops serving partway "
+                   "(G4 STOP-LOSS engaged: no external-tier hits).")
 @click.option("--speed", type=float, default=None, help="Simulator speed factor.")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default="pdf",
               show_default=True)

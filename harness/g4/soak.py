@@ -276,7 +276,10 @@ def alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return b"harness.g4.soak" in cmdline and stat.rpartition(")")[2].split()[0] != "Z"
+    if stat.rpartition(")")[2].split()[0] == "Z":
+        return False
+    # an empty cmdline: the child forked and has not exec'd yet (just started), so still ours
+    return not cmdline or b"harness.g4.soak" in cmdline
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ rest at prefill speed, the first token, decode. The computed chunks go to the ti
 write-behind (committed to the index when their write finishes). Every modelled duration
 is divided by `speed`; jitter is a seeded lognormal factor per request and phase.
 No HTTP here: the server turns the token lists this yields into SSE chunks.
+
+A soak's faults (FaultSpec: a memory leak, a TTFT drift, a tier that stops serving) are
+functions of the modelled time since start(), (loop time - start) x speed: deterministic,
+and with their defaults every modelled number is what it was without them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from harness.sim.profiles import GB, Profile
 from harness.sim.prompt import Prompt
 from harness.sim.scheduler import ScheduleLag, SharedStepClock
 from harness.sim.slots import Slots
+from harness.sim.spec import FaultSpec
 from harness.sim.stats import EngineStats
 from harness.sim.tier import TierIndex
 from harness.sim.tokenizer import output_ids
@@ -45,6 +50,7 @@ class Rates:
     baseline_prefill_factor: float
     max_num_seqs: int
     tier_capacity_tokens: int
+    host_rss_bytes: int  # the engine process's host memory (not scaled with TP)
 
     @classmethod
     def of(cls, p: Profile, tp: int) -> Rates:
@@ -56,7 +62,7 @@ class Rates:
             bytes_per_token=p.kv_bytes_per_token, chunk_tokens=p.tier_chunk_tokens,
             block_size=p.block_size, slowdown=p.batch_slowdown, jitter_sigma=p.jitter_sigma,
             baseline_prefill_factor=p.baseline_prefill_factor, max_num_seqs=p.max_num_seqs,
-            tier_capacity_tokens=p.tier_capacity_tokens,
+            tier_capacity_tokens=p.tier_capacity_tokens, host_rss_bytes=p.host_rss_bytes,
         )
 
 
@@ -93,11 +99,19 @@ class Trace:
     finish: str | None = None  # "length", "stop" (an EOS) or "abort", once it ended
 
 
+# Bytes in one MB of --memory-leak (decimal, as GB is here: harness.sim.profiles).
+MB = 1e6
+
+
 class Engine:
     def __init__(self, rates: Rates, *, tier: TierIndex | None, speed: float, seed: int,
-                 salt: str, stream_interval: int = 1, memory_tier: float = 0.0) -> None:
+                 salt: str, stream_interval: int = 1, memory_tier: float = 0.0,
+                 faults: FaultSpec | None = None) -> None:
         self.rates = rates
         self.tier = tier
+        # Only the soak's faults are read here (leak, drift, tier off); the server draws
+        # the others per request.
+        self.faults = faults if faults is not None else FaultSpec()
         # Share of tier loads a DRAM tier in front of the device serves (never read from
         # the device); loads are assigned in turn, so the share is exact over a phase.
         self.memory_tier = memory_tier
@@ -113,11 +127,41 @@ class Engine:
         self._slots: Slots | None = None
         self._write_free_at = 0.0
         self._pending_writes: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = 0.0  # loop time of start()
 
     async def start(self) -> None:
-        """Bind to the running loop (call from inside it, before serving)."""
+        """Bind to the running loop (call from inside it, before serving); the soak's
+        faults count modelled time from here."""
         self._clock = SharedStepClock(self.speed, self.rates.slowdown)
         self._slots = Slots(self.rates.max_num_seqs)
+        self._loop = asyncio.get_running_loop()
+        self._started = self._loop.time()
+
+    # -- the soak's faults: functions of the modelled time since start ------------------
+    def uptime_s(self) -> float:
+        """Modelled seconds since start() (wall seconds x speed; 0 before it)."""
+        if self._loop is None:
+            return 0.0
+        return max(0.0, self._loop.time() - self._started) * self.speed
+
+    def rss_bytes(self) -> float:
+        """The modelled engine process's RSS: the profile's host memory, plus
+        --memory-leak MB per modelled hour since start."""
+        return self.rates.host_rss_bytes + self.faults.leak_mb_per_h * MB * (
+            self.uptime_s() / 3600.0)
+
+    def ttft_factor(self) -> float:
+        """What --ttft-drift multiplies a request's modelled tier read and prefill by:
+        1 + SHARE_PER_H x modelled hours since start (exactly 1.0 without a drift)."""
+        drift = self.faults.ttft_drift_per_h
+        return 1.0 + drift * self.uptime_s() / 3600.0 if drift else 1.0
+
+    def tier_serving(self) -> bool:
+        """False once --tier-off-after modelled seconds have passed: the tier then
+        silently stops serving (lookups miss, nothing is read or written)."""
+        off = self.faults.tier_off_after_s
+        return self.tier is not None and (off is None or self.uptime_s() < off)
 
     @property
     def clock(self) -> SharedStepClock:
@@ -194,9 +238,10 @@ class Engine:
         n_out = max_tokens if eos_at is None else max(1, min(eos_at, max_tokens))
         finish = "abort"
         try:
-            self._schedule(prompt, trace)
-            v = await self._load(trace, j_read, arr.v)
-            v = await self._prefill(prompt, trace, j_prefill, v)
+            serving = self._schedule(prompt, trace)
+            drift = self.ttft_factor()  # the TTFT's modelled phases, from its admission
+            v = await self._load(trace, j_read, arr.v, drift)
+            v = await self._prefill(prompt, trace, j_prefill, v, drift, store=serving)
             out = output_ids()
             trace.first_token = loop.time()
             trace.output_tokens = 1
@@ -246,8 +291,10 @@ class Engine:
             t_tok = max(0.75 * t_tok, t_tok - credit)
         return t_tok
 
-    def _schedule(self, prompt: Prompt, trace: Trace) -> None:
-        """Find the cached prefix: GPU cache first, then the tier beyond it."""
+    def _schedule(self, prompt: Prompt, trace: Trace) -> bool:
+        """Find the cached prefix: GPU cache first, then the tier beyond it. Returns
+        whether the tier serves this request (False without one, or once it went off:
+        the connector still asks, and every lookup misses)."""
         r = self.rates
         hashes = prompt.hashes
         n = len(prompt)
@@ -255,9 +302,10 @@ class Engine:
         local = self.gpu.match(hashes, max_blocks) * r.block_size
         external = 0
         st = self.stats
+        serving = self.tier_serving()
         if self.tier is not None:
             keys = chunk_keys(hashes, r.chunk_tokens // r.block_size)
-            hit_chunks = self.tier.lookup(keys) if keys else 0
+            hit_chunks = self.tier.lookup(keys) if keys and serving else 0
             tier_tokens = min(hit_chunks * r.chunk_tokens, max_blocks * r.block_size)
             external = max(0, tier_tokens - local)
             st.lm_lookup_requests += 1
@@ -267,11 +315,13 @@ class Engine:
             st.lm_hit_tokens += external
         trace.local_hit, trace.external_hit = local, external
         st.record_schedule(n, local, external, connector=self.tier is not None)
+        return serving
 
-    async def _load(self, trace: Trace, jitter: float, v: float) -> float:
+    async def _load(self, trace: Trace, jitter: float, v: float, drift: float = 1.0) -> float:
         """Latency + bytes / bandwidth on the shared clock, from cursor v; returns the
         cursor at its end. The latency becomes clock units at the rate the read starts
-        with: one wait instead of a sub-millisecond sleep the event loop cannot time."""
+        with: one wait instead of a sub-millisecond sleep the event loop cannot time.
+        `drift` (--ttft-drift) stretches both."""
         if trace.external_hit <= 0:
             return v
         loop = asyncio.get_running_loop()
@@ -281,9 +331,9 @@ class Engine:
         nbytes = trace.external_hit * r.bytes_per_token
         self._loads += 1
         if int(self._loads * self.memory_tier) > int((self._loads - 1) * self.memory_tier):
-            return self._from_memory(nbytes, v)
-        v_start = v + r.latency_s / self.speed * clock.rate()
-        v_end = v_start + nbytes / r.read_bps * jitter
+            return self._from_memory(nbytes, v, drift)
+        v_start = v + r.latency_s * drift / self.speed * clock.rate()
+        v_end = v_start + nbytes / r.read_bps * jitter * drift
         rid = self.io.begin_read(v_start, v_end, nbytes)
         completed = False
         try:
@@ -297,24 +347,28 @@ class Engine:
         st.lm_retrieve_time.observe(loop.time() - t0)
         return v_end
 
-    def _from_memory(self, nbytes: int, v: float) -> float:
+    def _from_memory(self, nbytes: int, v: float, drift: float = 1.0) -> float:
         """A load the DRAM tier serves: counted as an external hit like any other (the
         engine cannot tell the tiers apart), at memory speed, and never on the device."""
         st = self.stats
         st.lm_remote_reads += 1
         st.lm_remote_read_bytes += nbytes
         self.io.memory_read(nbytes)
-        return v + nbytes / (self.rates.read_bps * MEMORY_TIER_SPEEDUP)  # as _load's read
+        # as _load's read
+        return v + nbytes / (self.rates.read_bps * MEMORY_TIER_SPEEDUP) * drift
 
-    async def _prefill(self, prompt: Prompt, trace: Trace, jitter: float, v: float) -> float:
+    async def _prefill(self, prompt: Prompt, trace: Trace, jitter: float, v: float,
+                       drift: float = 1.0, *, store: bool = True) -> float:
+        """Recompute what no cache held; then the computed chunks go to the tier's
+        write-behind (`store`: the tier serves; a tier gone off takes no writes)."""
         r = self.rates
         hashes = prompt.hashes
         compute = len(prompt) - trace.local_hit - trace.external_hit
         factor = r.baseline_prefill_factor if self.tier is None else 1.0
-        v += compute / r.prefill_tok_s * factor * jitter
+        v += compute / r.prefill_tok_s * factor * jitter * drift
         await self.clock.until(v)
         self.gpu.insert(hashes)
-        if self.tier is not None:
+        if self.tier is not None and store:
             keys = chunk_keys(hashes, r.chunk_tokens // r.block_size)
             stored = trace.external_hit + trace.local_hit
             self._write_behind(keys[stored // r.chunk_tokens:])

@@ -95,6 +95,15 @@ ENGINE_OPTIONS: list[Callable[[F], F]] = [
          help="Exit the process when request N+1 arrives (a crash)."),
     _opt("--slow-start", type=float, default=0.0, show_default=True,
          help="Modelled seconds of HTTP 503 on /health after start."),
+    _opt("--memory-leak", type=float, default=0.0, show_default=True, metavar="MB_PER_H",
+         help="The engine's modelled RSS (process_resident_memory_bytes) grows this many "
+              "MB per modelled hour since start (a leak a soak must catch)."),
+    _opt("--ttft-drift", type=float, default=0.0, show_default=True, metavar="SHARE_PER_H",
+         help="Every modelled tier read and prefill before the first token takes "
+              "(1 + SHARE_PER_H x modelled hours since start) times as long."),
+    _opt("--tier-off-after", type=float, default=None, metavar="SECONDS",
+         help="After this many modelled seconds since start the external tier silently "
+              "stops serving: lookups miss, the engine recomputes, requests still succeed."),
 ]
 
 
@@ -108,7 +117,9 @@ def spec_from_context(ctx: click.Context) -> EngineSpec:
     v = ctx.meta.get(_META, {})
     faults = FaultSpec(error_rate=v["error_rate"], stall_rate=v["stall_rate"],
                        stall_s=v["stall_s"], crash_after=v["crash_after"],
-                       slow_start_s=v["slow_start"])
+                       slow_start_s=v["slow_start"], leak_mb_per_h=v["memory_leak"],
+                       ttft_drift_per_h=v["ttft_drift"],
+                       tier_off_after_s=v["tier_off_after"])
     spec = EngineSpec(
         profile=v["profile"], host=v["host"], port=v["port"],
         external_tier=v["external_tier"] == "on", speed=v["speed"], tp=v["tp"],

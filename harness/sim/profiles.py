@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from harness.errors import UsageError
 
 GB = 1e9
+GIB = 2**30
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class Profile:
     jitter_sigma: float = 0.03  # lognormal sigma on each request's phase durations
     baseline_prefill_factor: float = 1.0  # >1: recompute slowed when the tier is off
     max_num_seqs: int = 256
+    # The engine process's host memory (RSS), constant unless --memory-leak: the weights
+    # and the KV cache live on the GPUs; the host holds the runtime, the CUDA contexts and
+    # the connector's pinned buffers. /metrics reports it as process_resident_memory_bytes
+    # (harness.sim.metrics), not the simulator's own RSS, which grows ~20 % in a Python
+    # process's first half minute and would read as a leak in a short soak.
+    host_rss_bytes: int = 40 * GIB
 
     @property
     def kv_bytes_per_token(self) -> int:

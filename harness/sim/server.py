@@ -5,7 +5,8 @@ server says), /version, /health (503 during a slow start), /metrics; POST
 /v1/completions, /v1/chat/completions (stream or not; vLLM's `ignore_eos` and
 `min_tokens`), /tokenize, /detokenize. Seeded early stops at an EOS (`eos_rate`). Faults:
 HTTP 500 or a stream cut mid-way (seeded error rate), stalls, a crash after N requests,
-a slow start.
+a slow start; and a soak's (harness.sim.engine): a memory leak, a TTFT drift, a tier that
+stops serving.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class SimServer:
         self.engine = Engine(
             rates, tier=self.tier, speed=spec.speed,
             seed=spec.seed * 1000 + spec.instance, salt=salt,
-            stream_interval=spec.stream_interval, memory_tier=spec.memory_tier)
+            stream_interval=spec.stream_interval, memory_tier=spec.memory_tier,
+            faults=spec.faults)
         self._cache = SqliteDigestStore(spec.cache_dir) if spec.cache_dir else None
         self.digests = PromptDigests(self.profile.block_size, salt, self._cache)
         self.faults = FaultDraws(spec.faults, spec.seed * 1000 + spec.instance)

@@ -26,6 +26,11 @@ class FaultSpec:
     stall_s: float = 5.0  # modelled seconds of one stall
     crash_after: int | None = None  # the process exits when request N+1 arrives
     slow_start_s: float = 0.0  # modelled seconds of 503 on /health after start
+    # What a soak must catch (G4), each a function of the modelled time since the engine
+    # started (wall time x speed), so deterministic and drawing nothing from the RNG:
+    leak_mb_per_h: float = 0.0  # the engine's RSS grows this many MB (1e6 B) per hour
+    ttft_drift_per_h: float = 0.0  # TTFT's modelled phases x (1 + this x hours)
+    tier_off_after_s: float | None = None  # then the tier silently stops serving
 
     def check(self) -> None:
         for name in ("error_rate", "stall_rate"):
@@ -37,6 +42,11 @@ class FaultSpec:
             raise UsageError("durations must be >= 0", key="--stall-s/--slow-start")
         if self.crash_after is not None and self.crash_after < 0:
             raise UsageError("must be >= 0", key="--crash-after")
+        for value, key in ((self.leak_mb_per_h, "--memory-leak"),
+                           (self.ttft_drift_per_h, "--ttft-drift"),
+                           (self.tier_off_after_s, "--tier-off-after")):
+            if value is not None and not value >= 0:  # NaN is refused too
+                raise UsageError(f"must be >= 0, got {value}", key=key)
 
 
 # EngineSpec fields the server does not report in gate_sim.config: where it listens, and
@@ -132,6 +142,8 @@ class EngineSpec:
             "diskstats_device": self.diskstats_device,
             "error_rate": f.error_rate, "stall_rate": f.stall_rate, "stall_s": f.stall_s,
             "crash_after": f.crash_after, "slow_start_s": f.slow_start_s,
+            "leak_mb_per_h": f.leak_mb_per_h, "ttft_drift_per_h": f.ttft_drift_per_h,
+            "tier_off_after_s": f.tier_off_after_s,
         }
 
     def url(self) -> str:
@@ -205,4 +217,11 @@ class EngineSpec:
                  "--stall-s", repr(f.stall_s), "--slow-start", repr(f.slow_start_s)]
         if f.crash_after is not None:
             argv += ["--crash-after", str(f.crash_after)]
+        # the soak's faults only when set, as --eos-rate
+        if f.leak_mb_per_h:
+            argv += ["--memory-leak", repr(f.leak_mb_per_h)]
+        if f.ttft_drift_per_h:
+            argv += ["--ttft-drift", repr(f.ttft_drift_per_h)]
+        if f.tier_off_after_s is not None:
+            argv += ["--tier-off-after", repr(f.tier_off_after_s)]
         return argv

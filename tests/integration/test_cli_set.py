@@ -43,7 +43,8 @@ def one_line(out: object, *needles: str) -> str:
                                           "did you mean `tiers`")),
     (("run", "G3", "--dry-run"), "gates.g3.confidence=0.5", ("--set gates.g3.confidence",
                                                              ">= 0.9")),
-    (("campaign",), "gates.g4.window=0", ("--set gates.g4.window: 0 is outside the allowed range",)),
+    (("campaign",), "gates.g4.window=0",
+     ("--set gates.g4.window: 0 is outside the allowed range",)),
     (("resume", "1"), "report.lang=fr", ("--set report.lang",)),
 ])
 def test_a_bad_set_is_one_line_exit_4(gate_cli: GateRunner, site_dir: Path,

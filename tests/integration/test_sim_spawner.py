@@ -91,7 +91,10 @@ def test_forked_engine_serves_restarts_cold_and_stops(
     assert card["gate_sim"]["simulated"] is True and card["gate_sim"]["tp"] == 8
     status, body = post_json(url + "/v1/completions", {"prompt": "the kv cache", "max_tokens": 2})
     assert status == 200 and body["usage"]["completion_tokens"] == 2
-    assert total(metrics(url), "vllm:prompt_tokens_total") > 0
+    before = metrics(url)
+    assert total(before, "vllm:prompt_tokens_total") > 0
+    # the modelled engine's RSS (the profile's host memory), not the fork's own
+    assert total(before, "process_resident_memory_bytes") == 40 * 2**30
     ticks = int(_proc_stat(pid)[19])
 
     new = restart_engine(state)  # remembers the spawner
@@ -100,7 +103,8 @@ def test_forked_engine_serves_restarts_cold_and_stops(
     url = engine_url(state)
     m = metrics(url)
     assert total(m, "vllm:prompt_tokens_total") == 0  # a new process: counters restarted
-    assert total(m, "process_start_time_seconds") > 0
+    # the real process's start: a restart (a fork of the same spawner) moves it
+    assert total(m, "process_start_time_seconds") > total(before, "process_start_time_seconds")
     assert FALLBACK not in (state / "engine.log").read_text()
 
     assert stop_engine(state) is True

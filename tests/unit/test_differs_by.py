@@ -104,7 +104,7 @@ def test_an_undocumented_pattern_weakens_g3_and_documented_ones_do_not() -> None
 
 
 def test_the_demo_site_is_not_weakened_by_its_differs_by(tmp_path: Path) -> None:
-    from harness.demo import site_yaml
+    from harness.workflow.demo_site import site_yaml
 
     cfg, _ = parse_config(site_yaml(tmp_path, "default", 8000, 30.0), "demo.yaml")
     assert cfg.arms is not None and cfg.arms.accelerated.differs_by

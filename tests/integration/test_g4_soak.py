@@ -1,0 +1,106 @@
+"""G4's soak outlives its viewer: the gate process killed mid-soak, `gate resume` re-attaches
+and stores every window exactly once while the soak itself never stopped; a soak whose own
+process dies is ERROR with every window it wrote kept and the cause named. Both on the
+simulated site (one layout, the accelerated arm, a soak of seconds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from g3_site import Site, one_cell_site
+from gate_testing import GATE
+
+SHORT = {"duration": "16s", "window": "1s", "baseline": "4s", "concurrency": 4}
+WINDOWS = 16
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    with one_cell_site(tmp_path) as s:
+        s.edit({"gates": {"g4": SHORT}})
+        yield s  # type: ignore[misc]
+
+
+def _spool_state(site: Site, run_id: int) -> dict[str, object] | None:
+    path = site.root / "artifacts" / f"run-{run_id}" / "g4-soak" / "state.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _start_g4(site: Site) -> subprocess.Popen[str]:
+    return subprocess.Popen([*GATE, "run", "G4", "--force"], cwd=site.root, env=site.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_windows(site: Site, run_id: int, n: int, timeout: float = 120) -> dict[str, object]:
+    """The soak's state once it wrote `n` windows."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        state = _spool_state(site, run_id)
+        if state is not None and int(str(state.get("windows_written", 0))) >= n:
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"the soak wrote fewer than {n} windows in {timeout} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_the_soak_outlives_its_killed_viewer_and_resume_stores_each_window_once(
+        site: Site) -> None:
+    viewer = _start_g4(site)
+    state = _wait_windows(site, 1, 4)
+    viewer.send_signal(signal.SIGKILL)  # the laptop closed: no cleanup at all
+    viewer.wait(timeout=30)
+    pid = int(str(state["pid"]))
+    assert _alive(pid), "the soak died with its viewer"
+    stored_before = site.query("SELECT COUNT(*) FROM soak_window WHERE run_id = 1")[0][0]
+    assert isinstance(stored_before, int) and stored_before >= 1
+
+    resumed = site.gate("resume", "1", timeout=300)
+    assert resumed.returncode in (0, 2), resumed.stdout + resumed.stderr
+    assert "G4 run 1:" in resumed.stdout, resumed.stdout
+    rows = site.query("SELECT idx FROM soak_window WHERE run_id = 1 ORDER BY idx")
+    assert [r[0] for r in rows] == list(range(WINDOWS))  # each window once, none missing
+    started = site.query("SELECT COUNT(*) FROM event WHERE run_id = 1 "
+                         "AND name = 'G4 soak started'")[0][0]
+    attached = site.query("SELECT COUNT(*) FROM event WHERE run_id = 1 "
+                          "AND name = 'G4 soak attached'")[0][0]
+    assert (started, attached) == (1, 1)  # never started twice
+    final = _spool_state(site, 1)
+    assert final is not None and final["status"] == "done" and final["pid"] == pid
+    run = site.run_json(1)
+    checks = {c["nodeid"].rpartition("::")[2]: c["outcome"]  # type: ignore[index]
+              for c in run["checks"]}  # type: ignore[attr-defined]
+    assert checks["test_soak"] == "PASS", checks
+    assert checks["test_criterion[engaged]"] == "PASS", checks
+    # a 16 s soak is a weakened setting: at best it needs a reviewer's sign-off
+    assert run["verdict"] == "INCONCLUSIVE" and run["needs_signoff"], run["reason"]
+
+
+def test_a_soak_whose_process_dies_is_error_with_its_windows_kept(site: Site) -> None:
+    viewer = _start_g4(site)
+    state = _wait_windows(site, 1, 3)
+    os.kill(int(str(state["pid"])), signal.SIGKILL)
+    out, _ = viewer.communicate(timeout=120)
+    assert viewer.returncode == 3, out  # ERROR
+    assert "died after" in out and "windows" in out, out
+    kept = site.query("SELECT COUNT(*) FROM soak_window WHERE run_id = 1")[0][0]
+    assert isinstance(kept, int) and kept >= 3
+    run = site.run_json(1)
+    outcomes = {c["outcome"] for c in run["checks"]}  # type: ignore[index]
+    assert outcomes == {"ERROR"}, run["checks"]
