@@ -62,8 +62,8 @@ class Site:
 
 
 @contextmanager
-def one_cell_site(tmp_path: Path) -> Iterator[Site]:
-    made = write_site(tmp_path, "default")
+def one_cell_site(tmp_path: Path, scenario: str = "default") -> Iterator[Site]:
+    made = write_site(tmp_path, scenario)
     s = Site(made.root)
     s.edit({"gates": {"g3": {"tiers": [4], "layouts": ["TP8"],
                              "repetitions": {"min": 3, "max": 5}}}})

@@ -38,6 +38,21 @@ def test_default_demo_g3_passes_simulated_and_unforced(demo_default: Demo) -> No
     assert (run["verdict"], run["simulated"], run["forced"]) == ("PASS", True, False)
 
 
+def test_default_demo_g4_soaks_and_needs_only_a_signoff(demo_default: Demo) -> None:
+    """The demo's 24 s G4: every window stored once, every criterion met, and no PASS (a
+    soak that short is a weakened setting: a reviewer signs it off)."""
+    (run,) = demo_default.runs("G4")
+    assert (run["verdict"], run["simulated"], run["forced"]) == ("INCONCLUSIVE", True, False)
+    shown = demo_default.run_json(run["id"])
+    assert shown["needs_signoff"] and "gates.g4.duration" in str(shown["reason"])
+    outcomes = {c["nodeid"].rpartition("::")[2]: c["outcome"] for c in shown["checks"]}
+    assert set(outcomes.values()) == {"PASS"} and len(outcomes) == 7, outcomes
+    idx = demo_default.query("SELECT idx FROM soak_window WHERE run_id = ? ORDER BY idx",
+                             run["id"])
+    assert [i for (i,) in idx] == list(range(12))
+    assert any("The soak, window by window" in page for page in demo_default.pdf_pages())
+
+
 def test_default_demo_stamps_every_page(demo_default: Demo) -> None:
     pages = demo_default.pdf_pages()
     assert len(pages) >= 2

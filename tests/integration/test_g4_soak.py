@@ -1,7 +1,8 @@
 """G4's soak outlives its viewer: the gate process killed mid-soak, `gate resume` re-attaches
 and stores every window exactly once while the soak itself never stopped; a soak whose own
-process dies is ERROR with every window it wrote kept and the cause named. Both on the
-simulated site (one layout, the accelerated arm, a soak of seconds)."""
+process dies is ERROR with every window it wrote kept and the cause named; the demo's soak
+scenarios (a TTFT drift, the tier silently off mid-soak) end STOP-LOSS naming the
+criterion. All on the simulated site (the accelerated arm, a soak of seconds)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,23 @@ def test_a_soak_whose_process_dies_is_error_with_its_windows_kept(site: Site) ->
     run = site.run_json(1)
     outcomes = {c["outcome"] for c in run["checks"]}  # type: ignore[index]
     assert outcomes == {"ERROR"}, run["checks"]
+
+
+@pytest.mark.parametrize(("scenario", "criterion", "words"), [
+    ("soak-drift", "ttft_drift", "TTFT p50 drift: "),
+    ("soak-fallback", "engaged", "accelerator not engaged in window "),
+])
+def test_the_demos_soak_faults_end_stop_loss_naming_the_criterion(
+        tmp_path: Path, scenario: str, criterion: str, words: str) -> None:
+    """The scenario's site as `gate demo --scenario` writes it (its 24 s soak, its fault on
+    G4's own layout), G4 alone: every request succeeds, and still STOP-LOSS."""
+    with one_cell_site(tmp_path, scenario) as s:
+        out = s.gate("run", "G4", "--force", timeout=300)
+        assert out.returncode == 1, out.stdout + out.stderr  # STOP-LOSS
+        run = s.run_json(1)
+        checks = {c["nodeid"].rpartition("::")[2]: c  # type: ignore[index]
+                  for c in run["checks"]}  # type: ignore[attr-defined]
+        missed = checks[f"test_criterion[{criterion}]"]
+        assert missed["outcome"] == "STOP-LOSS", missed
+        assert str(missed["message"]).startswith(words), missed["message"]
+        assert checks["test_criterion[error_rate]"]["outcome"] == "PASS"
