@@ -95,3 +95,13 @@ def test_a_drift_whose_interval_reaches_across_the_limit_cannot_pass() -> None:
     ttft = drifts(windows, Criteria())[0]
     assert ttft.criterion == "ttft_drift" and ttft.verdict is Verdict.INCONCLUSIVE, ttft.text
     assert "cannot tell" in ttft.text and ttft.reason.code == "g4.drift_undecided"
+
+
+def test_how_the_soak_ended_is_said_in_the_reports_language() -> None:
+    from harness.reasons import Reason
+    from harness.report.i18n import translator
+    from harness.report.reasons import say
+
+    why = Reason("g4.soak_measured", {"n": 12, "of": 12, "ended": "done"})
+    assert say(translator("en"), why) == "12 of 12 windows measured; the soak ran to its end"
+    assert say(translator("zh"), why).endswith("浸泡测试已运行至结束")
