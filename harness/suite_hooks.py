@@ -84,6 +84,9 @@ class SuiteHooks:
     config_summary: Callable[[SiteConfig, Inventory], str] | None = None
     # whether `gate demo` runs this gate (False: it could not finish in a demo's minutes)
     in_demo: bool = True
+    # what a run of this gate still has running on its own after its process ended (G4: a
+    # detached soak), in a line for `gate status`; None: nothing
+    detached: Callable[[Store, int], str | None] | None = None
     # the demo runs a shortened version (G4: a soak of seconds, a weakened setting), so
     # its best end is "needs a sign-off": that end does not set the demo's exit code
     demo_shortened: bool = False

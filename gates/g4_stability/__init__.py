@@ -8,12 +8,12 @@ docs/gates.md): `gate runs abort` stops a soak the gate left running.
 
 from harness.config.decision import g4_deviations
 from harness.g4.plan import expected_checks, validate, weakened
-from harness.g4.session import release_soak
+from harness.g4.session import release_soak, soak_status
 from harness.serving.cells import unserved
 from harness.suite_hooks import SuiteHooks
 
 HOOKS = SuiteHooks(expected_checks=expected_checks, validate=validate, weakened=weakened,
                    unconfigured=unserved, release=release_soak, deviations=g4_deviations,
-                   demo_shortened=True)
+                   demo_shortened=True, detached=soak_status)
 
 __all__ = ["HOOKS"]

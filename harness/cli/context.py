@@ -72,7 +72,7 @@ def campaign_name(config_path: str, explicit: str | None) -> tuple[str, str] | N
 
 def gone_hint(run_id: int) -> str:
     """What to do about a RUNNING run whose process is gone."""
-    return (f"continue it with `gate resume {run_id}` (G3), or end it with "
+    return (f"continue it with `gate resume {run_id}` (G3, G4), or end it with "
             f"`gate runs abort {run_id}` (results kept)")
 
 

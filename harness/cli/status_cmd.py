@@ -74,6 +74,9 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
                     if not r.suite]
         running = st.latest_any if st.latest_any and st.latest_any.status == "RUNNING" \
             else None
+        said = _detached(store, st.gate, st.latest_any.id) if st.latest_any else None
+        if said:
+            notes.append(said)
         if running is not None and store_runs.liveness(running) == "gone":
             notes.append(f"{st.gate} run {running.id} is RUNNING but its process "
                          f"(pid {running.pid}) is gone: {gone_hint(running.id)}")
@@ -101,6 +104,18 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
     render(out, COLUMNS, cells, title=f"campaign {name}")
     for note in notes:
         out.print(note, markup=False, highlight=False, soft_wrap=True)
+
+
+def _detached(store: Any, gate: str, run_id: int) -> str | None:
+    """What the gate's run still has running after its process ended (its suite's
+    `detached` hook: G4's soak)."""
+    from harness.registry import gate_spec
+    from harness.runner import suite_hooks
+
+    if not gate_spec(gate).built:
+        return None
+    hook = suite_hooks(gate).detached
+    return hook(store, run_id) if hook is not None else None
 
 
 def _attempt(store: Any, row: Any) -> dict[str, Any]:

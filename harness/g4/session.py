@@ -439,3 +439,31 @@ def release_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_i
         lines.append("soak: none of this run was running")
     return lines + release_engines(loaded, inventory, store, run_id,
                                    sudo_password=sudo_password)
+
+
+def soak_status(store: Store, run_id: int) -> str | None:
+    """`gate status`: a soak of this run still running after its gate process ended (the
+    viewer was closed), or ended with windows the store has not taken yet."""
+    from harness.store.runs import get_run, liveness
+
+    run = get_run(store, run_id)
+    root = Path(run.artifact_dir or ".") / SPOOL
+    if liveness(run) in ("alive", "elsewhere") or not (root / "spec.json").exists():
+        return None  # a live viewer shows its own progress
+    spool = Spool(root)
+    try:
+        state, spec = spool.state(), spool.spec()
+    except GateError:
+        return None
+    if state is None:
+        return None
+    stored = store_windows.last_index(store, run_id)
+    have = 0 if stored is None else stored + 1
+    if not state.ended and soak_proc.alive(state.pid):
+        return (f"G4 run {run_id}: its soak is still running (pid {state.pid}, "
+                f"{state.windows_written} of {spec.windows} windows written, {have} stored): "
+                f"`gate resume {run_id}` re-attaches, `gate runs abort {run_id}` stops it")
+    if state.windows_written > have:
+        return (f"G4 run {run_id}: its soak {state.status} with {state.windows_written} "
+                f"windows, {have} stored: `gate resume {run_id}` stores and judges them")
+    return None

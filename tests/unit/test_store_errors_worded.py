@@ -59,7 +59,7 @@ def test_a_busy_campaign_names_the_holder_and_the_cli_says_how_to_end_it(
     assert err.value.gone
     assert neutral(err.value).endswith("whose process is gone")
     assert str(worded(err.value)).endswith(
-        f"whose process is gone (continue it with `gate resume {first}` (G3), or end it "
+        f"whose process is gone (continue it with `gate resume {first}` (G3, G4), or end it "
         f"with `gate runs abort {first}` (results kept))")
     store.close()
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from harness.config.decision import DIFFERS_BY, WEAKENED_REASON
 from harness.labels import check_label
 from harness.registry import GATE_IDS
 from harness.report import checkwords, fmt, reasons
@@ -139,6 +140,9 @@ def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) 
     stored."""
     if run.reason == SIGNOFF_REASON:
         return t("reason.cell.above_band")
+    weakened = weakened_settings(run, t)
+    if run.reason.startswith(WEAKENED_REASON) and weakened:  # all its checks passed
+        return t("signoff.weakened", {"settings": weakened})
     if checks is None or checks.empty or not run.reason:
         return run.reason
     bad = [c for c in checks.itertuples(index=False)
@@ -151,6 +155,18 @@ def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) 
     return t("reason.sep").join(t("reason.check", {"check": _label(c, run.gate, t), "host": h,
                                                    "message": message_words(c, t)})
                                 for c, h in zip(bad, host, strict=True))
+
+
+def weakened_settings(run: RunInfo, t: Translator) -> str:
+    """The run's weakened decision settings in one line ("gates.g4.duration 24s instead of
+    72h; ..."), from its stored config; "" when none (harness/config/decision.py)."""
+    from harness.config.decision import gate_deviations
+
+    devs = [d for d in gate_deviations(run.gate, run.config_json) if d.weakened]
+    return t("settings.sep").join(
+        t("settings.short", {"key": d.key, "value": d.value,
+                             "default": t("settings.knobs") if d.key == DIFFERS_BY
+                             else d.default}) for d in devs)
 
 
 def run_notes(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) -> list[str]:

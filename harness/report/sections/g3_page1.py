@@ -28,6 +28,7 @@ from harness.report.model import (
     SettingChange,
 )
 from harness.report.redact import redact_overrides
+from harness.report.sections.base import weakened_settings
 from harness.serving.identity import ArmComparison, Difference, compare_arms
 from harness.verdict import SIGNOFF_REASON
 
@@ -83,9 +84,7 @@ def settings(run: RunInfo, t: Translator) -> RunSettings:
 
 def weakened_text(run: RunInfo, t: Translator) -> str:
     """The weakened settings in one line: "gates.g3.confidence 0.9 instead of 0.95; ..."."""
-    return t("settings.sep").join(t("settings.short", {"key": d.key, "value": d.value,
-                                          "default": _default(d, t)})
-                     for d in deviations(run.config_json) if d.weakened)
+    return weakened_settings(run, t)
 
 
 # -- sign-off: what it accepts -----------------------------------------------------------
