@@ -23,7 +23,11 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # t
 _SCANSTR: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 # A JSON string literal's body as json's strict scanner accepts it, ASCII only (a read's
 # non-ASCII text takes the per-event path, which decodes UTF-8 and says when it is bad).
-_LITERAL = re.compile(rb'(?:[^"\\\x00-\x1f\x80-\xff]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"').match
+# Unrolled (plain run, then escape + plain run, repeated): no two ways to match a byte, so
+# a literal that never closes fails in linear time; possessive quantifiers would say it
+# shorter, but the load agent runs on Python 3.9, whose re has none.
+_PLAIN = rb'[^"\\\x00-\x1f\x80-\xff]*'
+_LITERAL = re.compile(_PLAIN + rb'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + _PLAIN + rb')*"').match
 _ERROR_CHARS = 500
 _BAD = (ValueError, StopIteration, AttributeError, TypeError, KeyError, IndexError,
         UnicodeDecodeError)
