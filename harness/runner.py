@@ -264,6 +264,7 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
     ))
     artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
     artifact_dir.mkdir(parents=True, exist_ok=True)
+    store_runs.set_artifact_dir(req.store, run_id, str(artifact_dir.resolve()))
     if req.resume_run is None:
         _record_inputs(req, run_id, artifact_dir, p.inputs)
     optional = list(getattr(cfg.gates, gate_spec(req.gate).config_key).optional)

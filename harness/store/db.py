@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,14 +69,30 @@ def absent_file(url: str | None) -> Path | None:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+    _wal(cur)
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
     # Never mmap the database file itself (the default of Debian's libsqlite3, not of every
     # build): a store truncated under a mapping is a SIGBUS instead of an error.
     cur.execute("PRAGMA mmap_size=0")
     cur.close()
+
+
+def _wal(cur: Any) -> None:
+    """Switch to WAL, waiting out the moments SQLite answers "locked" without its busy
+    handler: while another connection runs the WAL's recovery or switches a brand-new
+    file's journal mode (several `gate`s opening a new store at once; CI saw one refused
+    within seconds, not after the busy timeout)."""
+    end = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > end:
+                raise
+            time.sleep(0.05)
 
 
 # --- store faults as StoreError ------------------------------------------------------

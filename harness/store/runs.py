@@ -276,6 +276,13 @@ def finish_run(store: Store, run_id: int, *, verdict: str | None, reason: str,
         s.execute(delete(RunLockRow).where(RunLockRow.run_id == run_id))
 
 
+def set_artifact_dir(store: Store, run_id: int, path: str) -> None:
+    """Where the run keeps its artifacts (known once its id is): what a later command
+    reads of it there (a detached soak's spool: `gate status`, `gate runs abort`)."""
+    with store.session() as s:
+        s.execute(update(RunRow).where(RunRow.id == run_id).values(artifact_dir=path))
+
+
 def mark_simulated(store: Store, run_id: int) -> None:
     with store.session() as s:
         s.execute(update(RunRow).where(RunRow.id == run_id).values(simulated=True))

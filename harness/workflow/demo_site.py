@@ -160,6 +160,10 @@ gates:
     window: 2s
     baseline: 8s
     concurrency: 4
+    # A 24 s soak on a shared machine measures TTFT p50 (~12 ms) to about +-10 % from
+    # window to window: held to the default 10 %, the machine's own noise would decide
+    # the drifts. 50 % still catches soak-drift's fault (TTFT doubling over the soak).
+    criteria: {{max_ttft_drift_per_24h: 0.5, max_throughput_drift_per_24h: 0.5}}
 {g4_layout}# `gate plan` holds the SLA against G2's figures of this fio target (docs/plan.md)
 plan: {{volume: volume}}
 report: {{lang: en}}

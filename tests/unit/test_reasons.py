@@ -34,12 +34,16 @@ BOOT = MIN_BOOT  # the words, not the intervals, are under test
 def test_every_code_has_an_en_and_a_zh_entry_with_its_placeholders() -> None:
     for lang in (EN, ZH):
         catalogued = {k[len("reason."):] for k in lang.messages if k.startswith("reason.")
-                      and not k.startswith(("reason.criterion.", "reason.sep"))}
+                      and not k.startswith(("reason.criterion.", "reason.sep",
+                                            "reason.soak_ended."))}
         assert catalogued == set(CODES), lang.lang
         for code, names in CODES.items():
             assert placeholders(lang.messages[f"reason.{code}"]) == names, (lang.lang, code)
     for word in ("drop", "gain"):
         assert f"reason.criterion.{word}" in ZH.messages
+    for ended in ("done", "stopped", "failed", "running"):  # g4.soak_measured's {ended}
+        assert f"reason.soak_ended.{ended}" in EN.messages
+        assert f"reason.soak_ended.{ended}" in ZH.messages
 
 
 def _en(r: Reason | None) -> str:
