@@ -7,8 +7,8 @@ docs/gates.md): `gate runs abort` stops a soak the gate left running.
 """
 
 from harness.config.decision import g4_deviations
+from harness.g4.detached import release_soak, soak_status
 from harness.g4.plan import expected_checks, validate, weakened
-from harness.g4.session import release_soak, soak_status
 from harness.serving.cells import unserved
 from harness.suite_hooks import SuiteHooks
 

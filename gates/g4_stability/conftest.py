@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from harness.g4.criteria import CRITERIA
-from harness.g4.session import G4Outcome, G4Session
+from harness.g4.outcome import G4Outcome
+from harness.g4.session import G4Session
 from harness.pytest_plugin import GATE_KEY, GateContext
 from harness.serving.arms import ArmControl, transport_action_runner
 from harness.serving.cells import layouts

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import Inconclusive
-from harness.g4.session import G4Outcome
+from harness.g4.outcome import G4Outcome
 from harness.pytest_plugin import CheckRecorder
 from harness.reasons import Reason
 from harness.verdict import Verdict

@@ -19,25 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.inventory import Inventory
-from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError, InfrastructureError, MeasurementError
 from harness.g4 import devices as g4_devices
 from harness.g4 import soak as soak_proc
 from harness.g4.counters import gpu_cache_tokens
-from harness.g4.criteria import DRIFT_WORDS, Criteria, Judgement, horizon_words, judge
+from harness.g4.criteria import Criteria, Judgement, judge
+from harness.g4.outcome import G4Outcome
 from harness.g4.plan import criteria
 from harness.g4.spool import SoakSpec, SoakState, Spool
 from harness.g4.windows import Evidence, Window
 from harness.loadgen.records import Endpoint
 from harness.progress_log import Step, finished
-from harness.reasons import Reason
 from harness.serving.arms import ArmControl, endpoints
 from harness.serving.cells import doc_seed, docs_for
 from harness.serving.disks import DiskSource
 from harness.serving.engines import EngineWatch
 from harness.serving.gate_run import GateRun
-from harness.store import Store
 from harness.store import windows as store_windows
 from harness.store.writer import insert_series, series_of
 from harness.verdict import Verdict
@@ -55,51 +53,6 @@ HARD = frozenset({"error_rate", "restarts", "engaged"})
 
 Event = Callable[..., None]
 STOP_WAIT_S = 90.0  # a soak asked to stop (an error on this side) is killed after this
-
-
-@dataclass(frozen=True)
-class G4Outcome:
-    """What the soak measured and how it was judged, or the error that ended it (every
-    window stored before the error is kept; each check then says ERROR)."""
-
-    windows: list[Window]
-    planned: int
-    status: str  # the soak's own: done, stopped, failed
-    judged: list[Judgement]
-    criteria: Criteria
-    stopped_early: str | None = None
-    error: GateError | None = None
-
-    def judgement(self, criterion: str) -> Judgement:
-        if self.error is not None:
-            raise self.error
-        found = next((j for j in self.judged if j.criterion == criterion), None)
-        if found is None:  # no window at all: judge() said so once
-            why = next((j.text for j in self.judged), "no judgement")
-            raise MeasurementError(f"{criterion} cannot be judged: {why}", stage="g4 judge")
-        return found
-
-    def expected(self, criterion: str) -> tuple[Reason, str]:
-        """What the criterion asks, as a reason and in English."""
-        c = self.criteria
-        if criterion == "error_rate":
-            return (Reason("g4.error_rate_ok", {"max": f"{c.max_error_rate:.1%}"}),
-                    f"every window at most {c.max_error_rate:.1%} failed")
-        if criterion in DRIFT_WORDS:
-            limit = {"ttft_drift": c.max_ttft_drift_per_24h,
-                     "throughput_drift": c.max_throughput_drift_per_24h,
-                     "memory_growth": c.max_memory_growth_per_24h}[criterion]
-            per = horizon_words(min(24.0, c.duration_h))
-            return (Reason("g4.drift_expected", {"criterion": criterion,
-                                                 "max": f"{limit:.1%}", "per": per}),
-                    f"{DRIFT_WORDS[criterion]} within {limit:.1%} per {per} (the worse end "
-                    "of its 95 % interval)")
-        if criterion == "restarts":
-            return (Reason("g4.restarts_expected", {"max": c.max_restarts}),
-                    f"at most {c.max_restarts} engine restarts")
-        return (Reason("g4.engaged_expected", {"min": f"{c.min_device_share:.0%}"}),
-                "the accelerator engaged in every window: external-tier hits, device reads "
-                f"at least {c.min_device_share:.0%} of the KV they stand for")
 
 
 @dataclass
@@ -417,53 +370,3 @@ def _window_line(w: Window, judged: Sequence[Judgement]) -> str:
     return (f"window {w.index + 1}: {w.requests} req, {w.failed} failed, TTFT p50 {ttft}, "
             f"{w.throughput_tps:.0f} tok/s" + (f"; missed: {', '.join(missed)}"
                                                if missed else ""))
-
-
-def release_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int, *,
-                 sudo_password: str | None) -> list[str]:
-    """`gate runs abort`: the soak a killed G4 run left running is stopped (its whole
-    windows are written first), then its engines as for any serving gate."""
-    from harness.serving.engines import release_engines
-    from harness.store.runs import get_run
-
-    lines = []
-    root = Path(get_run(store, run_id).artifact_dir or ".") / SPOOL
-    spool = Spool(root)
-    state = spool.state() if (root / "spec.json").exists() else None
-    if state is not None and not state.ended and soak_proc.alive(state.pid):
-        spool.request_stop("gate runs abort")
-        gone = soak_proc.terminate(state.pid, STOP_WAIT_S)
-        lines.append(f"soak: pid {state.pid} {'stopped' if gone else 'did not stop'} "
-                     f"after {state.windows_written} windows")
-    else:
-        lines.append("soak: none of this run was running")
-    return lines + release_engines(loaded, inventory, store, run_id,
-                                   sudo_password=sudo_password)
-
-
-def soak_status(store: Store, run_id: int) -> str | None:
-    """`gate status`: a soak of this run still running after its gate process ended (the
-    viewer was closed), or ended with windows the store has not taken yet."""
-    from harness.store.runs import get_run, liveness
-
-    run = get_run(store, run_id)
-    root = Path(run.artifact_dir or ".") / SPOOL
-    if liveness(run) in ("alive", "elsewhere") or not (root / "spec.json").exists():
-        return None  # a live viewer shows its own progress
-    spool = Spool(root)
-    try:
-        state, spec = spool.state(), spool.spec()
-    except GateError:
-        return None
-    if state is None:
-        return None
-    stored = store_windows.last_index(store, run_id)
-    have = 0 if stored is None else stored + 1
-    if not state.ended and soak_proc.alive(state.pid):
-        return (f"G4 run {run_id}: its soak is still running (pid {state.pid}, "
-                f"{state.windows_written} of {spec.windows} windows written, {have} stored): "
-                f"`gate resume {run_id}` re-attaches, `gate runs abort {run_id}` stops it")
-    if state.windows_written > have:
-        return (f"G4 run {run_id}: its soak {state.status} with {state.windows_written} "
-                f"windows, {have} stored: `gate resume {run_id}` stores and judges them")
-    return None
