@@ -142,3 +142,19 @@ def test_bench_completes_every_request_and_records_the_engine(engine_url: str,
     (b,) = benchmarks(Store(f"sqlite:///{db}"), run.id)
     assert b.params["engine"] == "llama-cpp-python"
     assert b.params["servers"][0]["why"] == ["/v1/models owned_by 'me'"]
+
+
+def test_the_engine_was_built_for_any_cpu_not_only_this_one() -> None:
+    """GGML_NATIVE compiles for the build machine's own CPU: a server built so on an
+    AVX-512 / AMX machine segfaulted on its first request. scripts/engine-env.sh builds with
+    it off and keeps the CMake build directory, whose cache says what was built."""
+    if not (VENV / "bin" / "python").exists():
+        pytest.fail(f"no engine venv at {VENV}: run ./scripts/engine-env.sh first")
+    caches = sorted((VENV / "llama-build").glob("**/CMakeCache.txt"))
+    if not caches:
+        pytest.skip(f"no CMake build directory under {VENV}/llama-build: the engine came "
+                    "from a wheel (GATE_WHEEL_CACHE or pip's cache), built elsewhere")
+    for cache in caches:
+        native = [line for line in cache.read_text(errors="replace").splitlines()
+                  if line.startswith("GGML_NATIVE:")]
+        assert native == ["GGML_NATIVE:BOOL=OFF"], (cache, native)
