@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.g1 import judge
-from harness.g1.xid import KernelLogs, parse_journal_kernel, xid_events
+from harness.g1.xid import KernelLogs
+from harness.probes.kernel_log import parse_journal_kernel, xid_events
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "simhosts"
 
