@@ -319,4 +319,12 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g4.drift_expected": {"criterion", "max", "per"},
     "g4.restarts_expected": {"max"},
     "g4.engaged_expected": {"min"},
+    "g4.hardware_xid": {"host", "n", "window"},
+    "g4.hardware_ecc_uncorrectable": {"host", "n", "window"},
+    "g4.hardware_nvme_media_errors": {"host", "n", "window"},
+    "g4.hardware_nvme_critical_warning": {"host", "n", "window"},
+    "g4.hardware_unverified": {"what"},
+    "g4.hardware_ok": {"what", "hosts", "readings"},
+    "g4.hardware_ok_gaps": {"what", "hosts", "readings", "gaps"},
+    "g4.hardware_expected": set(),
 }.items()}

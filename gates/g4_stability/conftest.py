@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.g4.criteria import CRITERIA
+from harness.g4.hardware_probe import HardwareProbe, HardwareWatch
 from harness.g4.outcome import G4Outcome
 from harness.g4.session import G4Session
 from harness.pytest_plugin import GATE_KEY, GateContext
@@ -44,6 +45,10 @@ def g4(gate: GateContext) -> Iterator[G4Outcome]:
                                for h in gate.inventory.group(group)], ev.diskstats, ev.devices)
     session = G4Session(gate=gate, artifact_dir=gate.artifact_dir, control=control,
                         watch=watch, event=event, storage=storage)
-    session.kv_volumes = kv_volume_sources(
-        {i.host: pool.get(i.host) for i in session.layout.instances}, ev.kv_volume)
+    gpu_hosts = {i.host: pool.get(i.host) for i in session.layout.instances}
+    session.kv_volumes = kv_volume_sources(gpu_hosts, ev.kv_volume)
+    storage_hosts = {h.name: pool.get(h.name) for group in ev.storage_groups
+                     if group in gate.inventory.groups for h in gate.inventory.group(group)}
+    session.hardware = HardwareWatch(HardwareProbe(gpu_hosts, storage_hosts), gate.store,
+                                     gate.run_id, event)
     yield session.run(lambda: clean_slate(watch, control, layouts(cfg), recorder.campaign_id))

@@ -285,8 +285,15 @@ def weakened(raw: Mapping[str, Any]) -> list[Deviation]:
 
 
 def g4_deviations(raw: Mapping[str, Any]) -> list[Deviation]:
-    """Every G4 setting of a config (dict form) that differs from its default."""
-    return _numeric(raw, G4_SETTINGS)
+    """Every G4 setting of a config (dict form) that differs from its default; each
+    hardware source the site declares it cannot read weakens G4."""
+    out = _numeric(raw, G4_SETTINGS)
+    declared = _get(raw, (*_G4, "unverifiable"))
+    for source, why in sorted(declared.items()) if isinstance(declared, dict) else ():
+        out.append(Deviation(f"gates.g4.unverifiable.{source}", "declared", "read", True,
+                             f"the hosts' {source} errors are not read during the soak: "
+                             f"{why}"))
+    return out
 
 
 def gate_deviations(gate: str | None, raw: Mapping[str, Any]) -> list[Deviation]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -49,6 +49,9 @@ def span(seconds: float) -> str:
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+# What G4 reads of the hosts' hardware while it soaks (harness/g4/hardware.py).
+HardwareSource = Literal["xid", "ecc", "nvme"]
+HARDWARE_SOURCES: tuple[HardwareSource, ...] = ("xid", "ecc", "nvme")
 
 
 class G4Criteria(Frozen):
@@ -117,6 +120,11 @@ class G4(Frozen):
     stop_early: bool = True
     criteria: G4Criteria = G4Criteria()
     optional: list[str] = Field(default_factory=list)
+    # Hardware sources this site cannot read, each with why: `xid` (the GPU hosts' kernel
+    # journal), `ecc` (nvidia-smi -q -x), `nvme` (nvme smart-log). A source declared here is
+    # left out of the hardware criterion and named in it; one not declared and not readable
+    # makes that criterion INCONCLUSIVE. Each entry weakens G4 (a reviewer's sign-off).
+    unverifiable: dict[HardwareSource, str] = Field(default_factory=dict)
 
     @property
     def windows(self) -> int:

@@ -223,6 +223,8 @@ COMMENTS: dict[str, str] = {
                                           "window's tier hits stand for (G3's rule), at least",
     "gates.g4.criteria.confidence": "confidence of the drifts' intervals (0.90 .. 0.99)",
     "gates.g4.optional": "check names that may be skipped without an ERROR",
+    "gates.g4.unverifiable": "hardware sources (xid, ecc, nvme) this site cannot read, each "
+                             "with why; each needs a reviewer's sign-off",
     "plan": "`gate plan`: the customer's SLA turned into storage requirements and held "
             "against G2's results (docs/plan.md); never a gate",
     "plan.ttft_p50": "TTFT p50 target at every tier, s; null: G3's criterion on G2's "

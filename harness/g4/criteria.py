@@ -22,7 +22,7 @@ from harness.verdict import Verdict
 
 # Every criterion a soak is judged on, in the order the report lists them.
 CRITERIA = ("error_rate", "ttft_drift", "throughput_drift", "memory_growth", "restarts",
-            "engaged")
+            "engaged", "hardware")
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ class Judgement:
     """`window`: the index (from 0) of the first window that missed; its words count
     windows from 1, as the progress line and the report do."""
 
-    criterion: str  # error_rate, ttft_drift, throughput_drift, memory_growth, restarts,
-    verdict: Verdict  # engaged
+    criterion: str  # one of CRITERIA (hardware: harness/g4/hardware.py)
+    verdict: Verdict
     reason: Reason
     text: str  # the same in English
     window: int | None = None  # the first window that missed, where one did

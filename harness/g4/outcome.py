@@ -54,6 +54,10 @@ def expected(criterion: str, c: Criteria) -> tuple[Reason, str]:
     if criterion == "restarts":
         return (Reason("g4.restarts_expected", {"max": c.max_restarts}),
                 f"at most {c.max_restarts} engine restarts")
+    if criterion == "hardware":
+        return (Reason("g4.hardware_expected"),
+                "no new Xid, uncorrectable ECC or NVMe media error, and no NVMe critical "
+                "warning newly set, on the GPU and storage hosts while the soak runs")
     return (Reason("g4.engaged_expected", {"min": f"{c.min_device_share:.0%}"}),
             "the accelerator engaged in every window: external-tier hits, device reads "
             f"at least {c.min_device_share:.0%} of the KV they stand for")

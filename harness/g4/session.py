@@ -25,6 +25,7 @@ from harness.g4 import devices as g4_devices
 from harness.g4 import soak as soak_proc
 from harness.g4.counters import gpu_cache_tokens
 from harness.g4.criteria import Criteria, Judgement, judge
+from harness.g4.hardware_probe import HardwareWatch
 from harness.g4.outcome import G4Outcome
 from harness.g4.plan import criteria
 from harness.g4.spool import SoakSpec, SoakState, Spool
@@ -49,7 +50,11 @@ STORAGE = "g4:device_read_bytes"
 KV_VOLUME = "g4:kv_volume_read_bytes"
 START_WAIT_S = 30.0  # the soak writes its state within this, or it did not start
 # the hard criteria: one missed ends the soak early (gates.g4.stop_early)
-HARD = frozenset({"error_rate", "restarts", "engaged"})
+HARD = frozenset({"error_rate", "restarts", "engaged", "hardware"})
+# The hosts' hardware is read at the soak's start, at its end, and at most this often
+# between (a reading is several commands per host over SSH; errors are counters, so a
+# slower reading misses none, it only names a later window).
+HARDWARE_EVERY_S = 30.0
 
 Event = Callable[..., None]
 STOP_WAIT_S = 90.0  # a soak asked to stop (an error on this side) is killed after this
@@ -64,6 +69,7 @@ class G4Session:
     event: Event
     storage: Sequence[DiskSource] = ()
     kv_volumes: dict[str, DiskSource] = field(default_factory=dict)
+    hardware: HardwareWatch | None = None
     poll_s: float = 2.0
     stop_asked: str | None = None
 
@@ -152,6 +158,8 @@ class G4Session:
             duration_s=g4.duration, window_s=g4.window, api=self.config.workload.api,
             tag=f"gate-r{self.gate.run_id}")
         self.sample_devices()  # the devices' counters before the soak's first window
+        if self.hardware is not None:
+            self.hardware.sample()  # and the hosts' error counters
         spool = self.spool
         spool.create(spec)
         pid = soak_proc.start(spool.root)
@@ -222,6 +230,8 @@ class G4Session:
         judged: list[Judgement] = []
         sampled = 0.0  # monotonic: the devices' last sample
         every = max(self.poll_s, spec.window_s / 4)  # 4 samples a window, as G3's 1 s
+        hw_read = time.monotonic()  # the hardware's last reading (start() made one)
+        hw_every = max(spec.window_s, HARDWARE_EVERY_S)
         while True:
             state = spool.state()
             if state is None:
@@ -232,6 +242,10 @@ class G4Session:
             if new or state.ended or time.monotonic() - sampled >= every:
                 self.sample_devices()
                 sampled = time.monotonic()
+            if self.hardware is not None and (state.ended
+                                              or time.monotonic() - hw_read >= hw_every):
+                self.hardware.sample()
+                hw_read = time.monotonic()
             if new or state.ended or not judged:
                 windows = self.windows(spec, state)
                 judged = self.judge(windows) if windows else []
@@ -326,7 +340,14 @@ class G4Session:
         c: Criteria = criteria(self.config)
         per_token = self.config.model.kv_bytes_per_token \
             / self.config.gates.g3.evidence.kv_compression
-        return judge(windows, c, per_token, kv_volume=bool(self.kv_volumes))
+        judged = judge(windows, c, per_token, kv_volume=bool(self.kv_volumes))
+        if windows and self.hardware is not None:
+            spec, state = self.spool.spec(), self.spool.state()
+            declared = {str(k): why for k, why in self.config.gates.g4.unverifiable.items()}
+            judged.append(self.hardware.judge(declared,
+                                              state.started_at if state else 0.0,
+                                              spec.window_s, len(windows)))
+        return judged
 
     def store_reads(self, windows: Sequence[Window]) -> None:
         """The attributed device reads onto the stored windows (the report shows them)."""

@@ -45,6 +45,7 @@ class Gpu:
     remap_failure: bool | None
     mig_enabled: bool | None
     mig_devices: tuple[MigDevice, ...] = ()
+    temperature_c: float | None = None  # the GPU's (<temperature><gpu_temp>27 C)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def _gpu(node: ET.Element) -> Gpu:
         remap_failure=_yes(_find(node, "remapped_rows/remapped_row_failure")),
         mig_enabled=_yes(_find(node, "mig_mode/current_mig")),
         mig_devices=mig,
+        temperature_c=number(_find(node, "temperature/gpu_temp"), what="gpu temperature"),
     )
 
 

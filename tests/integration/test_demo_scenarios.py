@@ -46,7 +46,12 @@ def test_default_demo_g4_soaks_and_needs_only_a_signoff(demo_default: Demo) -> N
     shown = demo_default.run_json(run["id"])
     assert shown["needs_signoff"] and "gates.g4.duration" in str(shown["reason"])
     outcomes = {c["nodeid"].rpartition("::")[2]: c["outcome"] for c in shown["checks"]}
-    assert set(outcomes.values()) == {"PASS"} and len(outcomes) == 7, outcomes
+    assert set(outcomes.values()) == {"PASS"} and len(outcomes) == 8, outcomes
+    # the GPUs' ECC read from the simulated host's capture; what it cannot show, named
+    (hw,) = [c for c in shown["checks"] if c["nodeid"].endswith("[hardware]")]
+    assert hw["measured"].startswith("no new ECC error on 1 host(s) over "), hw
+    assert "not checked: nvme: " in hw["measured"] and "; xid: " in hw["measured"], hw
+    assert "gates.g4.unverifiable.xid" in str(shown["reason"]), shown["reason"]
     idx = demo_default.query("SELECT idx FROM soak_window WHERE run_id = ? ORDER BY idx",
                              run["id"])
     assert [i for (i,) in idx] == list(range(12))

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 from g3_site import Site, one_cell_site
 from gate_testing import GATE
 
@@ -128,3 +130,71 @@ def test_the_demos_soak_faults_end_stop_loss_naming_the_criterion(
         assert missed["outcome"] == "STOP-LOSS", missed
         assert str(missed["message"]).startswith(words), missed["message"]
         assert checks["test_criterion[error_rate]"]["outcome"] == "PASS"
+
+
+HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"
+SIMHOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "simhosts"
+PACKAGED = Path(__file__).resolve().parents[2] / "harness" / "sim" / "hosts" / "captures"
+SOAK_PROFILES = """\
+version: 1
+profiles:
+  soak-gpu:
+    description: "the demo's 8x V100S, with a kernel journal and one NVMe device"
+    commands:
+      - capture: nvidia-smi.xml
+        forms: [[nvidia-smi, -q, -x]]
+      - capture: journal.txt
+        forms: [[journalctl, -k, -b, --no-pager]]
+      - capture: nvme-list.json
+        forms: [[nvme, list, -o, json]]
+      - capture: smart-log.json
+        forms: [[nvme, smart-log, "/dev/nvme*", -o, json]]
+  soak-storage:
+    description: "a storage host's NVMe devices"
+    commands:
+      - capture: nvme-list.json
+        forms: [[nvme, list, -o, json]]
+      - capture: smart-log.json
+        forms: [[nvme, smart-log, "/dev/nvme*", -o, json]]
+"""
+
+
+def test_an_xid_that_appears_mid_soak_is_stop_loss_naming_the_host(site: Site) -> None:
+    """The GPU host's kernel journal gains Xid lines while the soak runs (its capture file
+    replaced by a real journal with Xid 45 on four GPUs): the hardware criterion, read by
+    the gate over its own transport, ends G4 STOP-LOSS naming the host."""
+    captures = site.root / "soak-captures"
+    captures.mkdir()
+    (captures / "profiles.yaml").write_text(SOAK_PROFILES)
+    shutil.copy(PACKAGED / "nvidia-smi-q-x_datakit_8x-v100s-pcie_drv460.xml",
+                captures / "nvidia-smi.xml")
+    shutil.copy(SIMHOSTS / "journalctl-k_linux-insides_ubuntu24.04_boot-start.txt",
+                captures / "journal.txt")
+    shutil.copy(HW / "nvme-list-json_netdata_v2.11_3x-firecuda530.json",
+                captures / "nvme-list.json")
+    shutil.copy(HW / "nvme-smart-log-json_netdata_v2.11.json", captures / "smart-log.json")
+    hosts = site.root / "hosts.ini"
+    hosts.write_text(hosts.read_text()
+                     .replace("gate_sim_hardware=gpu-8xv100s",
+                              f"gate_sim_hardware=soak-gpu gate_sim_captures={captures}")
+                     .replace("gate_sim_hardware=storage-nvme",
+                              f"gate_sim_hardware=soak-storage gate_sim_captures={captures}"))
+    cfg = yaml.safe_load(site.config.read_text())
+    cfg["gates"]["g4"].pop("unverifiable", None)  # this site reads every source
+    site.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+    viewer = _start_g4(site)
+    _wait_windows(site, 1, 4)  # its first reading was taken before the first window
+    shutil.copy(SIMHOSTS / "journalctl-k_ogkm-issue1150_xid45.txt", captures / "journal.txt")
+    out, _ = viewer.communicate(timeout=300)
+    assert viewer.returncode == 1, out  # STOP-LOSS
+    checks = {c["nodeid"].rpartition("::")[2]: c  # type: ignore[index]
+              for c in site.run_json(1)["checks"]}  # type: ignore[attr-defined]
+    missed = checks["test_criterion[hardware]"]
+    assert missed["outcome"] == "STOP-LOSS", missed
+    assert str(missed["message"]).startswith(
+        "gpu1: 7 new Xid event(s) in the kernel journal by window "), missed["message"]
+    assert checks["test_criterion[error_rate]"]["outcome"] == "PASS"
+    read = site.query("SELECT source, COUNT(*) FROM series WHERE run_id = 1 "
+                      "AND metric = 'g4:hw:nvme_media_errors' GROUP BY source")
+    assert {str(h) for h, _ in read} == {"gpu1", "fx100-sim"}  # both hosts' devices read
