@@ -135,9 +135,13 @@ def drifts(windows: Sequence[Window], c: Criteria) -> list[Judgement]:
 
 
 def restarts(windows: Sequence[Window], c: Criteria) -> Judgement:
-    seen = 0
+    """The larger of two counts so far: the engine's own (its metrics) and the gate's (new
+    processes on the port), never their sum: both see the same restart, a window apart."""
+    metrics = processes = seen = 0
     for w in windows:
-        seen += w.evidence.engine_restarts
+        metrics += w.evidence.engine_restarts
+        processes += w.evidence.engine_changes
+        seen = max(metrics, processes)
         if seen > c.max_restarts:
             return Judgement("restarts", Verdict.STOP_LOSS, Reason(
                 "g4.restarts", {"window": w.index + 1, "n": seen, "max": c.max_restarts}),

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.config.inventory import Inventory
 from harness.config.models import Layout, SiteConfig
-from harness.errors import GateError, InfrastructureError, MeasurementError
+from harness.errors import GateError, InfrastructureError
 from harness.g4 import devices as g4_devices
 from harness.g4 import soak as soak_proc
 from harness.g4.counters import gpu_cache_tokens
@@ -28,7 +28,9 @@ from harness.g4.criteria import Criteria, Judgement, judge
 from harness.g4.hardware_probe import HardwareWatch
 from harness.g4.outcome import G4Outcome
 from harness.g4.plan import criteria
-from harness.g4.spool import SoakSpec, SoakState, Spool
+from harness.g4.processes import METRIC as ENGINE_CHANGES
+from harness.g4.processes import Instance, ProcessWatch, changes_per_window
+from harness.g4.spool import SoakSpec, SoakState, Spool, window_row
 from harness.g4.windows import Evidence, Window
 from harness.loadgen.records import Endpoint
 from harness.progress_log import Step, finished
@@ -71,6 +73,7 @@ class G4Session:
     kv_volumes: dict[str, DiskSource] = field(default_factory=dict)
     hardware: HardwareWatch | None = None
     poll_s: float = 2.0
+    _processes: ProcessWatch | None = None
     stop_asked: str | None = None
 
     @property
@@ -90,6 +93,18 @@ class G4Session:
     @property
     def spool(self) -> Spool:
         return Spool(self.artifact_dir / SPOOL)
+
+    def processes(self) -> ProcessWatch:
+        """The gate's own reading of the soak's engine processes (g4/processes.py)."""
+        if self._processes is None:
+            eps = endpoints(self.config, self.inventory, ARM, self.layout)
+            self._processes = ProcessWatch(
+                self.watch.inspector,
+                [Instance(e.host, self.layout.instances[e.instance].port, e.instance, e.url)
+                 for e in eps], ARM, self.layout.name, self.gate.store, self.gate.run_id,
+                self.event)
+            self._processes.resume()
+        return self._processes
 
     def resumable(self) -> bool:
         """A soak of this run already runs (or ended) in the spool: re-attach, never start
@@ -158,8 +173,7 @@ class G4Session:
             duration_s=g4.duration, window_s=g4.window, api=self.config.workload.api,
             tag=f"gate-r{self.gate.run_id}")
         self.sample_devices()  # the devices' counters before the soak's first window
-        if self.hardware is not None:
-            self.hardware.sample()  # and the hosts' error counters
+        self.sample_hosts()  # the hosts' error counters and the engines' processes
         spool = self.spool
         spool.create(spec)
         pid = soak_proc.start(spool.root)
@@ -242,9 +256,8 @@ class G4Session:
             if new or state.ended or time.monotonic() - sampled >= every:
                 self.sample_devices()
                 sampled = time.monotonic()
-            if self.hardware is not None and (state.ended
-                                              or time.monotonic() - hw_read >= hw_every):
-                self.hardware.sample()
+            if state.ended or time.monotonic() - hw_read >= hw_every:
+                self.sample_hosts()
                 hw_read = time.monotonic()
             if new or state.ended or not judged:
                 windows = self.windows(spec, state)
@@ -283,7 +296,7 @@ class G4Session:
     def _pull(self, spool: Spool) -> int:
         """Store the windows the soak wrote since the last pull (by index: idempotent)."""
         last = store_windows.last_index(self.gate.store, self.gate.run_id)
-        rows = [_row(spool.read_window(k)) for k in spool.window_indices()
+        rows = [window_row(spool.read_window(k)) for k in spool.window_indices()
                 if last is None or k > last]
         if rows:
             store_windows.upsert_windows(self.gate.store, self.gate.run_id, rows)
@@ -308,6 +321,12 @@ class G4Session:
                                status="failed", message=str(exc)[:500])
         insert_series(self.gate.store, self.gate.run_id, rows)
 
+    def sample_hosts(self) -> None:
+        """The slower readings: the hosts' hardware and which processes serve the soak."""
+        if self.hardware is not None:
+            self.hardware.sample()
+        self.processes().sample()
+
     # --- the judgement ------------------------------------------------------------------
 
     def windows(self, spec: SoakSpec, state: SoakState) -> list[Window]:
@@ -319,13 +338,16 @@ class G4Session:
                                   spec.window_s, n) if self.storage else None
         vol = g4_devices.summed(series_of(store, run, KV_VOLUME), state.started_at,
                                 spec.window_s, n) if self.kv_volumes else None
+        changes = changes_per_window(series_of(store, run, ENGINE_CHANGES), state.started_at,
+                                     spec.window_s, n)
         out = []
         for i, row in enumerate(stored):
             ev = Evidence(external_hit_tokens=row["external_hit_tokens"],
                           device_read_bytes=reads[i] if reads is not None else None,
                           kv_volume_read_bytes=vol[i] if vol is not None else None,
                           engine_rss_bytes=row["engine_rss_bytes"],
-                          engine_restarts=int(row["engine_restarts"] or 0))
+                          engine_restarts=int(row["engine_restarts"] or 0),
+                          engine_changes=changes[i])
             out.append(Window(index=int(row["idx"]), start_s=float(row["start_s"]),
                               length_s=float(row["length_s"]), requests=int(row["requests"]),
                               errors=dict(row["errors"] or {}),
@@ -365,24 +387,6 @@ class G4Session:
             self.control.stop(ARM, layout)
         finally:
             self.watch.stopped(ARM, layout)
-
-
-def _row(doc: dict[str, Any]) -> dict[str, Any]:
-    """A window file as a store row (harness/store/windows.py)."""
-    try:
-        return {"idx": int(doc["index"]), "start_s": float(doc["start_s"]),
-                "length_s": float(doc["length_s"]), "requests": int(doc["requests"]),
-                "errors": dict(doc.get("errors") or {}), "ttft_p50_s": doc.get("ttft_p50_s"),
-                "ttft_p99_s": doc.get("ttft_p99_s"), "tpot_p50_s": doc.get("tpot_p50_s"),
-                "output_tokens": int(doc.get("output_tokens") or 0),
-                "external_hit_tokens": doc.get("external_hit_tokens"),
-                "engine_rss_bytes": doc.get("engine_rss_bytes"),
-                "engine_restarts": int(doc.get("engine_restarts") or 0),
-                "counters": {"engines": doc.get("engines") or [],
-                             "unanswered": doc.get("unanswered", 0)}}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise MeasurementError(f"a soak window file is malformed: {exc}",
-                               stage="g4 soak") from None
 
 
 def _window_line(w: Window, judged: Sequence[Judgement]) -> str:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import InfrastructureError
+from harness.errors import InfrastructureError, MeasurementError
 from harness.loadgen.records import Endpoint, RequestSpec
 
 SPEC = "spec.json"
@@ -177,3 +177,21 @@ class Spool:
             return (self.root / STOP).read_text() or "stop requested"
         except FileNotFoundError:
             return None
+
+
+def window_row(doc: dict[str, Any]) -> dict[str, Any]:
+    """A window file as a store row (harness/store/windows.py)."""
+    try:
+        return {"idx": int(doc["index"]), "start_s": float(doc["start_s"]),
+                "length_s": float(doc["length_s"]), "requests": int(doc["requests"]),
+                "errors": dict(doc.get("errors") or {}), "ttft_p50_s": doc.get("ttft_p50_s"),
+                "ttft_p99_s": doc.get("ttft_p99_s"), "tpot_p50_s": doc.get("tpot_p50_s"),
+                "output_tokens": int(doc.get("output_tokens") or 0),
+                "external_hit_tokens": doc.get("external_hit_tokens"),
+                "engine_rss_bytes": doc.get("engine_rss_bytes"),
+                "engine_restarts": int(doc.get("engine_restarts") or 0),
+                "counters": {"engines": doc.get("engines") or [],
+                             "unanswered": doc.get("unanswered", 0)}}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasurementError(f"a soak window file is malformed: {exc}",
+                               stage="g4 soak") from None

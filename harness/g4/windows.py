@@ -26,7 +26,8 @@ class Evidence:
     device_read_bytes: float | None = None  # the accelerator's devices (storage hosts)
     kv_volume_read_bytes: float | None = None  # the GPU hosts' KV volume (customer's side)
     engine_rss_bytes: float | None = None  # at the window's end
-    engine_restarts: int = 0
+    engine_restarts: int = 0  # as the engine's own /metrics show them
+    engine_changes: int = 0  # new engine processes the gate itself saw (g4/processes.py)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -198,3 +199,27 @@ def test_an_xid_that_appears_mid_soak_is_stop_loss_naming_the_host(site: Site) -
     read = site.query("SELECT source, COUNT(*) FROM series WHERE run_id = 1 "
                       "AND metric = 'g4:hw:nvme_media_errors' GROUP BY source")
     assert {str(h) for h, _ in read} == {"gpu1", "fx100-sim"}  # both hosts' devices read
+
+
+def test_an_engine_restarted_mid_soak_is_seen_by_the_gate_itself(site: Site) -> None:
+    """The accelerated engine restarted mid-soak (a new process on the same port): the
+    restarts criterion ends G4 STOP-LOSS, and the gate saw the new process itself (its pid
+    on the port, not the engine's metrics, which an engine in the vendor's hands writes)."""
+    viewer = _start_g4(site)
+    _wait_windows(site, 1, 3)
+    engine = next((site.root / "engines").glob("accelerated-TP8*-0"))
+    subprocess.run([sys.executable, "-m", "harness.sim.control", "restart", "--state-dir",
+                    str(engine)], check=True, capture_output=True, timeout=60)
+    out, _ = viewer.communicate(timeout=300)
+    assert viewer.returncode == 1, out  # STOP-LOSS
+    checks = {c["nodeid"].rpartition("::")[2]: c  # type: ignore[index]
+              for c in site.run_json(1)["checks"]}  # type: ignore[attr-defined]
+    missed = checks["test_criterion[restarts]"]
+    assert missed["outcome"] == "STOP-LOSS", missed
+    assert "the engine restarted (1 > 0)" in str(missed["message"]), missed["message"]
+    seen = site.query("SELECT message FROM event WHERE run_id = 1 "
+                      "AND name = 'G4 engine process changed'")
+    assert len(seen) == 1 and "pid " in str(seen[0][0]), seen
+    procs = site.query("SELECT COUNT(*) FROM engine_process WHERE run_id = 1 "
+                       "AND arm = 'accelerated'")[0][0]
+    assert procs == 2, procs  # the first engine and the one that replaced it
