@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.g4.trend import Drift, drift
-from harness.g4.windows import Window
+from harness.g4.windows import Evidence, Window
 from harness.reasons import Reason
 from harness.verdict import Verdict
 
@@ -162,13 +162,50 @@ def engaged(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float,
     reads0 = [w.evidence.device_read_bytes or 0.0 for w in first]
     level_hits = sum(hits0) / len(hits0) if hits0 else 0.0
     level_reads = sum(reads0) / len(reads0) if reads0 else 0.0
-    for w in windows:
-        why = _not_engaged(w, c, kv_bytes_per_token, level_hits, level_reads, kv_volume)
+    for group in _read_groups(windows):
+        w = _pooled(group)
+        n = len(group)
+        why = _not_engaged(w, c, kv_bytes_per_token, level_hits * n, level_reads * n,
+                           kv_volume)
         if why is not None:
+            if n > 1:  # one sampling gap's windows, judged as one: named as a range
+                why = Reason(why.code, {**why.params,
+                                        "window": f"{w.index + 1}-{group[-1].index + 1}"})
             return Judgement("engaged", Verdict.STOP_LOSS, why,
                              _ENGAGED_TEXT[why.code].format(**why.params), w.index)
     return Judgement("engaged", Verdict.PASS, Reason("g4.engaged", {"n": len(windows)}),
                      f"the accelerator engaged in all {len(windows)} windows")
+
+
+def _read_groups(windows: Sequence[Window]) -> list[list[Window]]:
+    """Each window alone, but the windows of one sampling gap together (their device
+    reads are the gap's, spread evenly: harness/g4/devices.py `spread`)."""
+    groups: list[list[Window]] = []
+    for w in windows:
+        gap = w.evidence.spread_from
+        if gap is not None and groups and groups[-1][0].evidence.spread_from == gap:
+            groups[-1].append(w)
+        else:
+            groups.append([w])
+    return groups
+
+
+def _total(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+
+def _pooled(group: Sequence[Window]) -> Window:
+    """A group of windows as one: its evidence summed (unsampled if any window was)."""
+    if len(group) == 1:
+        return group[0]
+    first, evs = group[0], [w.evidence for w in group]
+    return Window(index=first.index, start_s=first.start_s,
+                  length_s=sum(w.length_s for w in group),
+                  requests=sum(w.requests for w in group),
+                  evidence=Evidence(
+                      external_hit_tokens=_total([e.external_hit_tokens for e in evs]),
+                      device_read_bytes=_total([e.device_read_bytes for e in evs]),
+                      kv_volume_read_bytes=_total([e.kv_volume_read_bytes for e in evs])))
 
 
 # What each g4.not_engaged_* code says (reports/i18n/en.yaml holds the same words).

@@ -15,6 +15,7 @@ sampled (None), which the engaged rule reads as not engaged.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 
 Sample = tuple[float, float]  # (epoch s, cumulative bytes read)
@@ -56,3 +57,29 @@ def summed(by_source: Mapping[str, Sequence[Sample]], started_at: float, window_
             t = total[k]
             total[k] = None if t is None or v is None else t + v
     return total
+
+
+def spread(by_source: Mapping[str, Sequence[Sample]], started_at: float, window_s: float,
+           windows: int, max_gap_s: float) -> list[int | None]:
+    """Which windows share reads spread over a sampling gap: for each window, None when
+    every source was sampled around it (no two consecutive samples more than `max_gap_s`
+    apart across it), else the index of the first window of its run of gap windows.
+
+    Why: a gap's reads are spread evenly over its windows, while the tier's hits in each
+    are the engine's own; held window by window, a window with more hits than the gap's
+    average would look not engaged because of how the reads were attributed, not because
+    of what the devices did. The engaged rule judges such a run as one (criteria.py)."""
+    gap = [False] * windows
+    for samples in by_source.values():
+        ordered = sorted(samples)
+        for (t0, _), (t1, _) in itertools.pairwise(ordered):
+            if t1 - t0 <= max_gap_s:
+                continue
+            first = max(0, int((t0 - started_at) // window_s))
+            last = min(windows - 1, int((t1 - started_at) // window_s))
+            for k in range(first, last + 1):
+                gap[k] = True
+    out: list[int | None] = []
+    for k, inside in enumerate(gap):
+        out.append(None if not inside else (out[-1] if k and out[-1] is not None else k))
+    return out

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import GateError, MeasurementError
 from harness.g4.criteria import DRIFT_WORDS, Criteria, Judgement, horizon_words
 from harness.g4.windows import Window
 from harness.reasons import Reason
+from harness.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,12 @@ def expected(criterion: str, c: Criteria) -> tuple[Reason, str]:
     return (Reason("g4.engaged_expected", {"min": f"{c.min_device_share:.0%}"}),
             "the accelerator engaged in every window: external-tier hits, device reads "
             f"at least {c.min_device_share:.0%} of the KV they stand for")
+
+
+def window_line(w: Window, judged: Sequence[Judgement]) -> str:
+    """A closed window as the progress line says it."""
+    ttft = f"{w.ttft_p50_s * 1000:.0f} ms" if w.ttft_p50_s is not None else "-"
+    missed = [j.criterion for j in judged if j.verdict is Verdict.STOP_LOSS]
+    return (f"window {w.index + 1}: {w.requests} req, {w.failed} failed, TTFT p50 {ttft}, "
+            f"{w.throughput_tps:.0f} tok/s" + (f"; missed: {', '.join(missed)}"
+                                               if missed else ""))

@@ -26,7 +26,7 @@ from harness.g4 import soak as soak_proc
 from harness.g4.counters import gpu_cache_tokens
 from harness.g4.criteria import Criteria, Judgement, judge
 from harness.g4.hardware_probe import HardwareWatch
-from harness.g4.outcome import G4Outcome
+from harness.g4.outcome import G4Outcome, window_line
 from harness.g4.plan import criteria
 from harness.g4.processes import METRIC as ENGINE_CHANGES
 from harness.g4.processes import Instance, ProcessWatch, changes_per_window
@@ -263,7 +263,7 @@ class G4Session:
                 windows = self.windows(spec, state)
                 judged = self.judge(windows) if windows else []
                 for w in windows[shown:]:
-                    finished(Step("G4", ("soak", self.layout.name, _window_line(w, judged)),
+                    finished(Step("G4", ("soak", self.layout.name, window_line(w, judged)),
                                   w.index + 1, spec.windows, spec.window_s), spec.window_s)
                 shown = len(windows)
                 self._stop_early(spool, judged)
@@ -340,6 +340,10 @@ class G4Session:
                                 spec.window_s, n) if self.kv_volumes else None
         changes = changes_per_window(series_of(store, run, ENGINE_CHANGES), state.started_at,
                                      spec.window_s, n)
+        sampled = {f"{metric}:{host}": samples for metric in (STORAGE, KV_VOLUME)
+                   for host, samples in series_of(store, run, metric).items()}
+        gaps = g4_devices.spread(sampled, state.started_at, spec.window_s, n,
+                                 max_gap_s=2 * max(spec.window_s, self.poll_s))
         out = []
         for i, row in enumerate(stored):
             ev = Evidence(external_hit_tokens=row["external_hit_tokens"],
@@ -347,7 +351,7 @@ class G4Session:
                           kv_volume_read_bytes=vol[i] if vol is not None else None,
                           engine_rss_bytes=row["engine_rss_bytes"],
                           engine_restarts=int(row["engine_restarts"] or 0),
-                          engine_changes=changes[i])
+                          engine_changes=changes[i], spread_from=gaps[i])
             out.append(Window(index=int(row["idx"]), start_s=float(row["start_s"]),
                               length_s=float(row["length_s"]), requests=int(row["requests"]),
                               errors=dict(row["errors"] or {}),
@@ -387,11 +391,3 @@ class G4Session:
             self.control.stop(ARM, layout)
         finally:
             self.watch.stopped(ARM, layout)
-
-
-def _window_line(w: Window, judged: Sequence[Judgement]) -> str:
-    ttft = f"{w.ttft_p50_s * 1000:.0f} ms" if w.ttft_p50_s is not None else "-"
-    missed = [j.criterion for j in judged if j.verdict is Verdict.STOP_LOSS]
-    return (f"window {w.index + 1}: {w.requests} req, {w.failed} failed, TTFT p50 {ttft}, "
-            f"{w.throughput_tps:.0f} tok/s" + (f"; missed: {', '.join(missed)}"
-                                               if missed else ""))

@@ -28,6 +28,9 @@ class Evidence:
     engine_rss_bytes: float | None = None  # at the window's end
     engine_restarts: int = 0  # as the engine's own /metrics show them
     engine_changes: int = 0  # new engine processes the gate itself saw (g4/processes.py)
+    # the first window of the sampling gap whose reads this window shares (devices.spread);
+    # None: its reads were sampled around it
+    spread_from: int | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ from harness.transport.result import DEFAULT_OUTPUT_CAP, CommandResult, OutputBu
 log = logging.getLogger("harness.transport")
 _CHUNK = 1 << 20
 KILL_TIMEOUT = 10.0
+# A file transfer that receives nothing for this long has lost its host (a cut link): it
+# fails and the connection is dropped, so the next call reconnects. Without it an SFTP
+# read waits on the kernel's TCP_USER_TIMEOUT, and a G4 viewer reading a storage host's
+# counters stalls with it.
+FILE_IDLE_TIMEOUT = 20.0
 
 
 class SSHTransport:
@@ -216,12 +221,22 @@ class SSHTransport:
                                          stage="sftp") from None
                 if self._sftp is None:
                     raise TransportError("SFTP is not available", host=self.host, stage="sftp")
+                channel = self._sftp.get_channel()
+                if channel is not None:
+                    channel.settimeout(FILE_IDLE_TIMEOUT)
             return self._sftp
+
+    def _lost(self, exc: OSError) -> None:
+        """A transfer that timed out or lost its socket: reconnect next time (a missing
+        file or a refused path keeps the connection)."""
+        if exc.errno is None or isinstance(exc, TimeoutError | ConnectionError):
+            self._broken()
 
     def put(self, local: Path, remote: str) -> None:
         try:
             self._sftp_client().put(str(local), remote)
         except OSError as exc:
+            self._lost(exc)
             raise TransportError(f"cannot upload {local} to {remote}: {exc}", host=self.host,
                                  stage="put") from None
 
@@ -229,6 +244,7 @@ class SSHTransport:
         try:
             self._sftp_client().get(remote, str(local))
         except OSError as exc:
+            self._lost(exc)
             raise TransportError(f"cannot download {remote}: {exc}", host=self.host,
                                  stage="get") from None
 
@@ -237,6 +253,7 @@ class SSHTransport:
         try:
             self._sftp_client().getfo(remote, buf)
         except OSError as exc:
+            self._lost(exc)
             raise TransportError(f"cannot read {remote}: {exc}", host=self.host,
                                  stage="read_file") from None
         return buf.getvalue()

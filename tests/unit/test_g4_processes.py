@@ -32,3 +32,37 @@ def test_changes_are_placed_in_the_window_their_reading_fell_in() -> None:
               "gpu1:8001": [(100.0, 0.0), (131.0, 1.0)]}
     assert changes_per_window(series, started_at=100.0, window_s=10.0, windows=10) == [
         0, 0, 1, 1, 0, 0, 0, 0, 0, 1]  # 260 s is past the last window: counted in it
+
+
+def test_a_sampling_gaps_windows_are_judged_engaged_together() -> None:
+    """Reads spread evenly over a gap, hits the engine's own: window by window, a gap
+    window with more hits than average would look not engaged; as one, it is."""
+    from harness.g4.criteria import engaged
+    from harness.g4.devices import spread
+
+    samples = {"st1": [(100.0, 0.0), (102.5, 10.0), (105.0, 20.0), (160.0, 240.0),
+                       (162.5, 250.0)]}
+    gaps = spread(samples, started_at=100.0, window_s=5.0, windows=12, max_gap_s=10.0)
+    assert gaps == [None] + [1] * 11  # 105 s to 160 s: windows 1 to 11 share its reads
+    hits = [10.0, 5.0, 50.0, 5.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0]
+    ws = [Window(index=i, start_s=5.0 * i, length_s=5.0, requests=10, evidence=Evidence(
+        external_hit_tokens=h, device_read_bytes=20.0, spread_from=g))
+        for i, (h, g) in enumerate(zip(hits, gaps, strict=True))]
+    c = Criteria(baseline_h=5.0 / 3600, min_engaged_share=0.1)
+    assert engaged(ws, c, kv_bytes_per_token=1.0).verdict is Verdict.PASS
+    alone = [Window(index=w.index, start_s=w.start_s, length_s=w.length_s, requests=10,
+                    evidence=Evidence(external_hit_tokens=w.evidence.external_hit_tokens,
+                                      device_read_bytes=20.0)) for w in ws]
+    j = engaged(alone, c, kv_bytes_per_token=1.0)  # the same data, window by window
+    assert (j.verdict, j.window) == (Verdict.STOP_LOSS, 2)
+
+
+def test_a_gap_that_did_not_read_enough_is_named_as_its_range() -> None:
+    from harness.g4.criteria import engaged
+
+    ws = [Window(index=i, start_s=5.0 * i, length_s=5.0, requests=10, evidence=Evidence(
+        external_hit_tokens=10.0, device_read_bytes=20.0 if i < 2 else 2.0,
+        spread_from=None if i < 2 else 2)) for i in range(6)]
+    j = engaged(ws, Criteria(baseline_h=10.0 / 3600), kv_bytes_per_token=1.0)
+    assert j.verdict is Verdict.STOP_LOSS and j.window == 2
+    assert j.text.startswith("accelerator not engaged in window 3-6: the devices read ")
