@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.workflow.demo_site import SPAWNER_SOCKET, site_yaml
+from harness.workflow.demo_site import site_yaml, spawner_socket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -157,7 +157,7 @@ def _start_spawner(root: Path, say: Callable[[str], None]) -> Path | None:
     from harness.errors import GateError
     from harness.sim.spawn_client import start_spawner
 
-    sock = root / SPAWNER_SOCKET
+    sock = spawner_socket(root)
     try:
         start_spawner(sock, root / "spawner.log", idle_exit=900)
     except GateError as exc:  # e.g. an --out path too long for a unix socket

@@ -14,8 +14,9 @@ from pathlib import Path
 import yaml
 from gate_testing import GATE
 
-from harness.demo import SPAWNER_SOCKET, write_site
+from harness.demo import write_site
 from harness.sim.spawn_client import start_spawner, stop_spawner
+from harness.workflow.demo_site import spawner_socket
 
 
 class Site:
@@ -67,12 +68,12 @@ def one_cell_site(tmp_path: Path, scenario: str = "default") -> Iterator[Site]:
     s = Site(made.root)
     s.edit({"gates": {"g3": {"tiers": [4], "layouts": ["TP8"],
                              "repetitions": {"min": 3, "max": 5}}}})
-    start_spawner(made.root / SPAWNER_SOCKET, made.root / "spawner.log", idle_exit=600)
+    start_spawner(spawner_socket(made.root), made.root / "spawner.log", idle_exit=600)
     try:
         yield s
     finally:
         from harness.demo import _stop_leftovers
 
         _stop_leftovers(made.root)
-        stop_spawner(made.root / SPAWNER_SOCKET)
+        stop_spawner(spawner_socket(made.root))
         made.ports.release()

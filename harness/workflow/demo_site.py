@@ -3,6 +3,7 @@ engines run, and for the soak scenarios the fault G4's engine carries). Pure: te
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,19 @@ SCENARIOS = {"default": "r1-qwen32b", "null": "null", "broken-baseline": "broken
 # (gates.g3.layouts), and the accelerated arm's start command adds the fault flags for that
 # layout only, so no engine of G2 or G3 ever runs with them (harness.sim.spec FaultSpec).
 SPAWNER_SOCKET = "spawner.sock"  # in the site dir; an AF_UNIX path: at most 107 bytes
+
+
+def spawner_socket(root: Path) -> Path:
+    """The site's spawner socket: in its directory, or, where that path is longer than a
+    unix socket's 107 bytes (a deep --out, a test's temp dir), a short one in /tmp named
+    after the site, so every command of the site names the same socket."""
+    import hashlib
+
+    sock = root / SPAWNER_SOCKET
+    if len(os.fsencode(str(sock))) <= 107:
+        return sock
+    digest = hashlib.sha256(os.fsencode(str(root.resolve()))).hexdigest()[:16]
+    return Path("/tmp") / f"gate-spawner-{digest}.sock"
 
 SOAK_LAYOUT = "TP8-soak"
 # In wall seconds of the demo (the simulator's faults count modelled seconds since the
@@ -93,7 +107,7 @@ def site_yaml(root: Path, scenario: str, port: int, speed: float) -> str:
             common += ["--kv-diskstats", volume.diskstats, "--kv-dev", volume.majmin]
         # Engines fork from the demo's pre-imported spawner (restart reuses it); once the
         # demo is over and the spawner gone, these commands start new interpreters instead.
-        start = [*common, "--spawner", str(root / SPAWNER_SOCKET)]
+        start = [*common, "--spawner", str(spawner_socket(root))]
         # A soak scenario's fault: on G4's own layout only (SOAK_LAYOUT), never on G3's.
         only_on = (SOAK_LAYOUT, faults) if tier_on and faults else None
         # The only differences G3 accepts between the arms' running engines: the tier
