@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Record a reviewer / vendor / customer sign-off."),
     "report": ("harness.cli.report_cmd", "report", "Render a run's or a campaign's report."),
     "export": ("harness.cli.report_cmd", "export", "Write / verify an evidence pack."),
+    "sync": ("harness.cli.sync_cmd", "sync", "Merge finished runs with another store or a pack."),
     "bench": ("harness.cli.bench_cmd", "bench", "Load one endpoint set; no gate."),
     "import": ("harness.cli.bench_cmd", "import_", "Store a vllm bench result as a run."),
     "probe": ("harness.cli.probe_cmd", "probe",
