@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from gate_testing import GATE, MINIMAL_CONFIG, MINIMAL_INVENTORY, GateRunner
 
-pytest_plugins = ["pg_support"]  # the throwaway PostgreSQL cluster (pg_cluster, pg_url)
+# pg_support: the throwaway PostgreSQL cluster (pg_cluster, pg_url); parallel: how the
+# suite shares cores (pytest-xdist groups)
+pytest_plugins = ["pg_support", "parallel"]
 
 
 @pytest.fixture

@@ -8,12 +8,13 @@ code tears down a lab at the end of a test and one left behind by a killed run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 STATE_DIR = Path("/tmp/gate-netlab")
@@ -46,6 +47,16 @@ def run_cmd(argv: Sequence[str], *, check: bool = True, ns: str | None = None,
     return done
 
 
+@contextlib.contextmanager
+def accounts_locked() -> Iterator[None]:
+    """useradd / userdel of labs built at the same time (pytest-xdist workers) one at a time:
+    shadow's tools refuse ("cannot lock /etc/passwd") rather than wait for each other."""
+    STATE_DIR.mkdir(mode=0o755, exist_ok=True)
+    with open(STATE_DIR / ".accounts.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def comm(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
@@ -64,7 +75,8 @@ def undo(kind: str, name: str) -> None:
     elif kind == "route":
         run_cmd(["ip", "route", "del", "unreachable", name], check=False)
     elif kind == "user":
-        run_cmd(["userdel", name], check=False)
+        with accounts_locked():
+            run_cmd(["userdel", name], check=False)
     elif kind == "file":
         Path(name).unlink(missing_ok=True)
 

@@ -30,7 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from tests.lab.labstate import SSHD, STATE_DIR, comm, reap_stale, run_cmd, skip_reason, undo
+from tests.lab.labstate import (
+    SSHD,
+    STATE_DIR,
+    accounts_locked,
+    comm,
+    reap_stale,
+    run_cmd,
+    skip_reason,
+    undo,
+)
 
 __all__ = ["BACK", "FRONT", "STATE_DIR", "Lab", "LabFactory", "LabHost", "lab", "reap_stale",
            "skip_reason"]
@@ -174,11 +183,12 @@ class Lab:
 
     def _make_user(self) -> None:
         self.home.mkdir(mode=0o700)
-        run_cmd(["useradd", "--no-create-home", "--home-dir", str(self.home), "--shell",
-              "/bin/bash", "--user-group", self.user])
-        self._remember("user", self.user)
-        shutil.chown(self.home, self.user, self.user)
-        run_cmd(["chpasswd"], input_text=f"{self.user}:{self.password}\n")
+        with accounts_locked():
+            run_cmd(["useradd", "--no-create-home", "--home-dir", str(self.home), "--shell",
+                     "/bin/bash", "--user-group", self.user])
+            self._remember("user", self.user)
+            shutil.chown(self.home, self.user, self.user)
+            run_cmd(["chpasswd"], input_text=f"{self.user}:{self.password}\n")
         if self.sudo != "none":
             if shutil.which("sudo") is None:
                 raise RuntimeError("the SSH lab's sudo tests need sudo: apt-get install -y sudo "
