@@ -49,6 +49,7 @@ def g4(gate: GateContext) -> Iterator[G4Outcome]:
     session.kv_volumes = kv_volume_sources(gpu_hosts, ev.kv_volume)
     storage_hosts = {h.name: pool.get(h.name) for group in ev.storage_groups
                      if group in gate.inventory.groups for h in gate.inventory.group(group)}
-    session.hardware = HardwareWatch(HardwareProbe(gpu_hosts, storage_hosts), gate.store,
-                                     gate.run_id, event)
+    declared = frozenset(cfg.gates.g4.unverifiable)
+    session.hardware = HardwareWatch(HardwareProbe(gpu_hosts, storage_hosts, declared),
+                                     gate.store, gate.run_id, event)
     yield session.run(lambda: clean_slate(watch, control, layouts(cfg), recorder.campaign_id))

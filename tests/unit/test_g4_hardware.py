@@ -110,3 +110,27 @@ def test_no_growth_anywhere_is_pass() -> None:
     j = hardware(series, GPU, {}, started_at=100.0, window_s=10.0, windows=6)
     assert (j.verdict, j.reason.code) == (Verdict.PASS, "g4.hardware_ok")
     assert j.text == "no new Xid, ECC, NVMe error on 2 host(s) over 2 readings"
+
+
+def test_the_probe_asks_each_host_what_its_role_needs_and_skips_declared_sources() -> None:
+    from harness.g4.hardware_probe import HardwareProbe
+    from harness.transport import FakeResponse, FakeTransport
+
+    def host(name: str) -> FakeTransport:
+        return FakeTransport([
+            FakeResponse("journalctl -k -b --no-pager", stdout=BOOT),
+            FakeResponse("nvidia-smi -q -x", stdout=SMI),
+            FakeResponse("nvme list -o json", stdout=LISTED),
+            FakeResponse("nvme smart-log /dev/nvme* -o json", stdout=SMART)], host=name)
+
+    gpu, storage = host("gpu1"), host("st1")
+    readings = HardwareProbe({"gpu1": gpu}, {"st1": storage}).read()
+    assert [(r.host, sorted(r.values), r.unread) for r in readings] == [
+        ("gpu1", ["ecc_uncorrectable", "gpu_temp_c", "nvme_critical_warning",
+                  "nvme_media_errors", "nvme_temp_c", "xid"], {}),
+        ("st1", ["nvme_critical_warning", "nvme_media_errors", "nvme_temp_c"], {})]
+    assert all(c.sudo for c in gpu.calls)  # the journal and smart-logs need root
+    assert not any("journalctl" in c for c in storage.commands())  # a storage host: NVMe
+    gpu2 = host("gpu2")
+    (only,) = HardwareProbe({"gpu2": gpu2}, {}, frozenset({"xid", "nvme"})).read()
+    assert gpu2.commands() == ["nvidia-smi -q -x"] and only.unread == {}
