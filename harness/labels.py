@@ -9,6 +9,7 @@ One pure function turns (gate, node id, name) into the label all of them show.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 SEP = " · "
 _CELL = re.compile(r"^(?P<layout>.+)-c(?P<tier>\d+)$")
@@ -30,8 +31,11 @@ def _words(name: str) -> str:
     return "" if base == "cell" else base.replace("_", " ")
 
 
-def check_label(gate: str | None, nodeid: str, name: str) -> str:
+def check_label(gate: str | None, nodeid: str, name: str,
+                param: Callable[[str], str] | None = None) -> str:
     """`G3 · TP8 · c=16` for a G3 cell, `G3 · TP8 · arms serve the same model` for a
-    preflight check of layout TP8, `G1 · gpu1 · nvme present` for a per-host check."""
-    parts = [p for p in (gate or "", *_params(nodeid), _words(name)) if p]
+    preflight check of layout TP8, `G1 · gpu1 · nvme present` for a per-host check.
+    `param`: a parameter's words in the report's language (a G4 criterion's id)."""
+    params = [param(p) for p in _params(nodeid)] if param else _params(nodeid)
+    parts = [p for p in (gate or "", *params, _words(name)) if p]
     return SEP.join(parts)

@@ -22,6 +22,13 @@ def name(t: Translator, function: str) -> str:
     return t(key) if key in t.messages else function
 
 
+def param(t: Translator, value: str) -> str:
+    """A check's parameter (`hardware` of `test_criterion[hardware]`) in the report's
+    language where the catalogue names it; host, layout and tier stay as they are."""
+    key = f"checkwords.param.{value}"
+    return t(key) if key in t.messages else value
+
+
 def as_stored(t: Translator, text: str) -> str:
     """Words shown as the run stored them: marked in a report that is not in English (the
     harness stores English), never in an English one, nor where there are none."""

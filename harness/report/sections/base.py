@@ -206,7 +206,8 @@ def so_far(run: RunInfo, t: Translator, token: str, word: str) -> tuple[str, str
 def _label(c: Any, gate: str | None, t: Translator) -> str:
     """The check as people name it (`G3 · TP8 · c=16`), not its test function."""
     return check_label(gate, str(c.nodeid or ""),
-                       checkwords.name(t, str(c.name or c.nodeid)))
+                       checkwords.name(t, str(c.name or c.nodeid)),
+                       param=lambda p: checkwords.param(t, p))
 
 
 def _why(c: Any, key: str) -> object:
