@@ -50,7 +50,9 @@ def run_dict(store: Any, row: Any) -> dict[str, Any]:
     from harness.store import runs as store_runs
 
     return {
-        "id": row.id, "kind": row.kind, "gate": row.gate, "status": row.status,
+        # uid: the run in every store (sync, packs); revision: of its measured content
+        "id": row.id, "uid": row.uid, "revision": row.revision,
+        "kind": row.kind, "gate": row.gate, "status": row.status,
         "verdict": row.verdict, "effective_verdict": store_runs.effective_verdict(store, row),
         "reason": row.reason, "partial": row.partial, "checks_selected": row.checks_selected,
         "checks_total": row.checks_total, "forced": row.forced, "simulated": row.simulated,

@@ -67,10 +67,9 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
     store = open_store(db_url, existing=True)
     row = store_runs.get_run(store, run_id)
     d = run_dict(store, row)
-    d["uid"] = row.uid  # unique across stores and sites
-    d["revision"] = row.revision  # of its measured content: abort and resume bump it
     d["checks"] = [
-        {"nodeid": c.nodeid, "name": c.name, "label": check_label(d["gate"], c.nodeid, c.name),
+        {"uid": c.uid, "nodeid": c.nodeid, "name": c.name,
+         "label": check_label(d["gate"], c.nodeid, c.name),
          "host": c.host, "outcome": c.outcome, "message": c.message,
          "expected": c.expected, "measured": c.measured, "stage": c.stage,
          "duration": c.duration}

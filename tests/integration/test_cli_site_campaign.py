@@ -103,6 +103,9 @@ def test_runs_show_says_uid_and_revision(gate_cli: GateRunner, site_dir: Path) -
     out = gate_cli("signoff", str(rid), "--by", "r", "--role", "vendor", "--note", "ok")
     assert out.returncode == 4  # only a finished run is signed off; ABORTED is not
     assert shown()["revision"] == 2
+    listed = gate_cli("runs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(r["uid"], r["revision"]) for r in json.loads(listed.stdout)] == [(uid, 2)]
 
 
 RESULT = (Path(__file__).resolve().parents[1] / "fixtures" / "loadgen"
