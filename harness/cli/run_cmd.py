@@ -107,7 +107,18 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     with live_progress() as live:
         outcome = run_one(req, progress=check_printer(live))
     click.echo(outcome_line(req.gate, outcome))
+    _sync(req, outcome.run_id)
     sys.exit(outcome.exit_code)
+
+
+def _sync(req: RunRequest, run_id: int) -> None:
+    """`sync.to:` in gate.yaml: the campaign's finished runs sent on (a failure is an
+    event on the run and a line here, never the run's exit code)."""
+    from harness.workflow.autosync import after_run
+
+    said = after_run(req.loaded, req.store, run_id)
+    if said is not None:
+        click.echo(said, err=True)  # one line: a script greps it
 
 
 @click.command()
@@ -150,6 +161,7 @@ class _Shown:
         if step.outcome is not None:
             self.live.clear()  # stdout shares the terminal with the progress line
             click.echo(outcome_line(step.gate.id, step.outcome))
+            _sync(self.req, step.outcome.run_id)
 
 
 @click.command()
@@ -171,4 +183,5 @@ def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_
     with live_progress() as live:
         outcome = run_gate(req, progress=check_printer(live))
     click.echo(outcome_line(req.gate, outcome))
+    _sync(req, outcome.run_id)
     sys.exit(outcome.exit_code)

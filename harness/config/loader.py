@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -142,6 +143,9 @@ def _unknown(loc: tuple[int | str, ...]) -> str:
     return "unknown key (check the spelling; see `gate init` for every key)"
 
 
+_CREDENTIALS = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
 def _describe(error: dict[str, Any]) -> str:
     kind = error.get("type", "")
     found = error.get("input")
@@ -150,9 +154,11 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing"
     shown = json.dumps(found, default=str) if not isinstance(found, dict) else "a mapping"
+    shown = _CREDENTIALS.sub(r"\1***@", shown)  # a URL's password is never echoed
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return f"expected {error.get('msg', 'a valid value').lower()}, found {shown}"
+    msg = str(error.get("msg", "a valid value"))
+    return f"expected {msg[:1].lower() + msg[1:]}, found {shown}"
 
 
 def _bounded(error: dict[str, Any]) -> str | None:

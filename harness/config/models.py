@@ -38,6 +38,7 @@ from harness.config.soak import (
     parse_duration,
     span,
 )
+from harness.config.syncing import Sync
 
 # The G1, G2, G4 and plan sections and G3's evidence live in their own modules (bom.py,
 # baseline.py, soak.py, planning.py, evidence.py); every name stays importable from here.
@@ -48,7 +49,7 @@ __all__ = [
     "G4Criteria", "Gates", "Gdsio", "GpuBom", "Instance", "KvVolume", "Layout", "Load",
     "LoadHealth", "Model", "NicBom", "NvmeBom", "OsBom", "Plan", "PlanContext",
     "PlaybookAction", "Proxy", "Repetitions", "Report", "Seconds", "Site", "SiteConfig",
-    "SoftwareBom", "VolumeBom", "WeightsBom", "Workload", "parse_duration", "span",
+    "SoftwareBom", "Sync", "VolumeBom", "WeightsBom", "Workload", "parse_duration", "span",
 ]
 
 
@@ -332,6 +333,7 @@ class SiteConfig(Frozen):
     gates: Gates = Gates()
     plan: Plan = Plan()  # gate plan's SLA (harness/config/planning.py)
     report: Report = Report()
+    sync: Sync = Sync()  # where finished runs go by themselves (harness/config/syncing.py)
     simulated: bool = Field(default=False, description="set by `gate demo`; also detected")
     # The engine both arms run, when detection from its answers guesses wrong
     # (harness.loadgen.engines; docs/engines.md). None: detected.

@@ -225,6 +225,9 @@ COMMENTS: dict[str, str] = {
     "gates.g4.optional": "check names that may be skipped without an ERROR",
     "gates.g4.unverifiable": "hardware sources (xid, ecc, nvme) this site cannot read, each "
                              "with why; each needs a reviewer's sign-off",
+    "sync": "where this store sends its finished runs by itself after every run",
+    "sync.to": "a store URL (postgresql+psycopg://user@host/db); the password from "
+               "PGPASSWORD or ~/.pgpass; unreachable: an event, tried again next run",
     "plan": "`gate plan`: the customer's SLA turned into storage requirements and held "
             "against G2's results (docs/plan.md); never a gate",
     "plan.ttft_p50": "TTFT p50 target at every tier, s; null: G3's criterion on G2's "

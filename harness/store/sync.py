@@ -165,16 +165,23 @@ def peek(url: str) -> Store:
 
 
 def sync_stores(src: Store, dst: Store, *, dry_run: bool = False,
-                shown: tuple[str, str] | None = None) -> SyncResult:
+                shown: tuple[str, str] | None = None, campaign_uid: str | None = None,
+                quick: bool = False) -> SyncResult:
     """Merge every run of `src` into `dst` (see the module docstring). A dry run reads
     both stores and writes nothing. `shown`: how to name (source, target) when they are
-    stand-ins (a pack's copy, a dry run's empty store)."""
+    stand-ins (a pack's copy, a dry run's empty store). `campaign_uid`: that campaign's
+    runs only. `quick`: a run the target holds at the same revision is taken as the same
+    without reading both contents (a site's own sync after each run, harness/workflow/
+    autosync.py, where a G4 run's digest would cost seconds every time; `gate sync`
+    compares them)."""
     source, target = shown or (store_name(src), store_name(dst))
     result = SyncResult(source=source, target=target, dry_run=dry_run)
     seen: set[str] = set()  # site and campaign uids a dry run has counted as new
     with src.engine.connect() as conn:
         for run in _source_runs(conn):
-            done = _sync_run(conn, dst, run, dry_run, result, seen)
+            if campaign_uid is not None and run.campaign.get("uid") != campaign_uid:
+                continue
+            done = _sync_run(conn, dst, run, dry_run, result, seen, quick)
             conn.rollback()  # no read transaction held across runs
             result.runs.append(done)
     return result
@@ -201,7 +208,7 @@ def _source_runs(conn: Connection) -> list[_Source]:
 
 
 def _sync_run(conn: Connection, dst: Store, run: _Source, dry_run: bool,
-              result: SyncResult, seen: set[str]) -> RunSync:
+              result: SyncResult, seen: set[str], quick: bool = False) -> RunSync:
     def fresh(action: str = "skipped", why: str = "") -> RunSync:
         return RunSync(uid=run.uid, campaign=run.ref, gate=run.label,
                        revision=run.revision, action=action, why=why)
@@ -212,7 +219,7 @@ def _sync_run(conn: Connection, dst: Store, run: _Source, dry_run: bool,
     for _attempt in (1, 2):
         try:
             with dst.engine.begin() as out:
-                return _apply(conn, out, run, fresh(), dry_run, result, seen)
+                return _apply(conn, out, run, fresh(), dry_run, result, seen, quick)
         except _Changed:
             result.sites, result.campaigns = counted
             conn.rollback()
@@ -224,7 +231,7 @@ def _sync_run(conn: Connection, dst: Store, run: _Source, dry_run: bool,
 
 
 def _apply(conn: Connection, out: Connection, run: _Source, done: RunSync, dry_run: bool,
-           result: SyncResult, seen: set[str]) -> RunSync:
+           result: SyncResult, seen: set[str], quick: bool = False) -> RunSync:
     """One run in the target's transaction `out` (nothing written in a dry run)."""
     t = table("run")
     found = out.execute(select(t.c.id, t.c.revision, t.c.status, t.c.campaign_id).where(
@@ -258,6 +265,8 @@ def _apply(conn: Connection, out: Connection, run: _Source, done: RunSync, dry_r
         else:
             _replace_run(conn, out, run, target, int(found.campaign_id))
             return _fill(conn, out, run, target, done)
+    elif quick:
+        done.why = "same revision"
     elif run_digest(conn, run.id) == run_digest(out, target):
         done.why = "same content"
     else:
