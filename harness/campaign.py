@@ -41,8 +41,8 @@ def gate_states(store: Store, campaign: str, *, include_simulated: bool = True,
         history = [r for r in store_runs.runs(store, campaign=campaign, gate=spec.id,
                                               kind="gate")
                    if bool(r.suite) == custom_suites]
-        counted = [r for r in history if not r.partial and r.status != "RUNNING"
-                   and (include_simulated or not r.simulated)]
+        counted = [r for r in history
+                   if store_runs.stands(r, include_simulated=include_simulated)]
         latest = counted[-1] if counted else None
         verdict = store_runs.effective_verdict(store, latest) if latest else "not run"
         states.append(GateState(spec.id, latest, verdict, history[-1] if history else None))

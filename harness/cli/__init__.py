@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "resume": ("harness.cli.run_cmd", "resume", "Continue an unfinished G3/G4 run."),
     "status": ("harness.cli.status_cmd", "status", "The campaign's gates, verdicts, dates."),
     "runs": ("harness.cli.runs_cmd", "runs", "Run history, one run's checks; abort a stale run."),
+    "fleet": ("harness.cli.fleet_cmd", "fleet", "Every site and campaign: gates, verdicts, flags."),
     "signoff": ("harness.cli.runs_cmd", "signoff",
                 "Record a reviewer / vendor / customer sign-off."),
     "report": ("harness.cli.report_cmd", "report", "Render a run's or a campaign's report."),

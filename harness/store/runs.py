@@ -15,6 +15,7 @@ import hashlib
 import os
 import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -406,11 +407,25 @@ def signoffs(store: Store, run_id: int) -> list[SignoffRow]:
                               .order_by(SignoffRow.id)))
 
 
-def effective_verdict(store: Store, run: RunRow) -> str:
+def stands(run: RunRow, *, include_simulated: bool = True) -> bool:
+    """Whether a gate run may stand for its gate (harness.campaign.gate_states, `gate
+    fleet`): it ended (FINISHED or ABORTED) and ran every check; a partial run never does."""
+    return not run.partial and run.status != "RUNNING" and (include_simulated
+                                                             or not run.simulated)
+
+
+def reviewer_signed(run: RunRow, known: Iterable[SignoffRow]) -> bool:
     """A reviewer's sign-off counts only if made after the run finished (a resumed run's
     new result needs a new sign-off)."""
-    signed = any(x.role == "reviewer" and run.finished_at is not None
-                 and x.at >= run.finished_at for x in signoffs(store, run.id))
+    return any(x.role == "reviewer" and run.finished_at is not None
+               and x.at >= run.finished_at for x in known)
+
+
+def effective_verdict(store: Store, run: RunRow,
+                      known: Iterable[SignoffRow] | None = None) -> str:
+    """What the run counts as (harness.verdict.effective); `known`: its sign-offs, when
+    the caller read many runs' at once (`gate fleet`)."""
+    signed = reviewer_signed(run, signoffs(store, run.id) if known is None else known)
     return effective(run.verdict, run.needs_signoff, signed, run.status, kind=run.kind)
 
 

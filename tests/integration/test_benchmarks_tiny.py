@@ -20,7 +20,7 @@ N = r"-?[0-9]+(?:\.[0-9]+)?"  # a printed figure
 # the benchmarks run by a test elsewhere: script -> its test module
 ELSEWHERE = {"loadgen.py": "test_loadgen_benchmark.py",
              "g3_lab_power.py": "test_g3_lab_power_benchmark.py",
-             "store_sync.py": "test_store_sync.py"}
+             "store_sync.py": "test_store_sync.py", "fleet.py": "test_fleet_cli.py"}
 # script -> the arguments of its tiny run (the tests below)
 TINY = {
     "calibrate.py": ("--docs", "2", "--doc-tokens", "500", "--trials", "1"),
