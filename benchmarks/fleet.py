@@ -160,20 +160,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         measure("sqlite", f"sqlite:///{d}/fleet.db", args.campaigns, args.repeat)
     if not args.no_pg:
-        cluster, pg_url = None, args.pg_url
-        if pg_url is None:
-            sys.path.insert(0, str(REPO / "tests"))
-            from pg_support import _start, _stop
+        sys.path.insert(0, str(REPO / "tests"))
+        from pg_support import database_url
 
-            cluster, why = _start()
-            if cluster is None:
-                sys.exit(f"no PostgreSQL: {why} (or pass --pg-url, or --no-pg)")
-            pg_url = cluster.new_database()
-        try:
+        with database_url(args.pg_url) as pg_url:
             measure("postgresql", pg_url, args.campaigns, args.repeat)
-        finally:
-            if cluster is not None:
-                _stop(cluster)
     print(f"load average: {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
           f"on {os.cpu_count()} cores")
 

@@ -52,24 +52,14 @@ def main() -> None:
     ap.add_argument("--pg-url", default=None,
                     help="an empty PostgreSQL database (default: a throwaway cluster)")
     args = ap.parse_args()
-    cluster = None
-    pg_url = args.pg_url
-    if pg_url is None:
-        sys.path.insert(0, str(REPO / "tests"))
-        from pg_support import _start, _stop
+    sys.path.insert(0, str(REPO / "tests"))
+    from pg_support import database_url
 
-        cluster, why = _start()
-        if cluster is None:
-            sys.exit(f"no PostgreSQL: {why} (or pass --pg-url)")
-        pg_url = cluster.new_database()
-    try:
+    with database_url(args.pg_url) as pg_url:
         with tempfile.TemporaryDirectory() as d:
             lite = statistics.median(insert_rate(f"sqlite:///{d}/bench.db", args.rows)
                                      for _ in range(args.repeat))
         pg = statistics.median(insert_rate(pg_url, args.rows) for _ in range(args.repeat))
-    finally:
-        if cluster is not None:
-            _stop(cluster)
     print(f"{args.rows} request rows  sqlite      {lite:10.0f} rows/s")
     print(f"{args.rows} request rows  postgresql  {pg:10.0f} rows/s   "
           f"1M in {1_000_000 / pg:5.1f} s   goal <= 15 s")

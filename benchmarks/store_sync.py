@@ -75,39 +75,28 @@ def main() -> None:
     ap.add_argument("--pg-url", default=None,
                     help="an empty PostgreSQL database (default: a throwaway cluster)")
     args = ap.parse_args()
-    cluster = None
-    pg_url = args.pg_url
-    if pg_url is None:
-        sys.path.insert(0, str(REPO / "tests"))
-        from pg_support import _start, _stop
+    sys.path.insert(0, str(REPO / "tests"))
+    from pg_support import database_url
 
-        cluster, why = _start()
-        if cluster is None:
-            sys.exit(f"no PostgreSQL: {why} (or pass --pg-url)")
-        pg_url = cluster.new_database()
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            source = f"sqlite:///{d}/source.db"
-            t = time.perf_counter()
-            fill(source, args.requests, args.windows)
-            print(f"fill: G4 run {args.requests} requests + {args.windows} windows in "
-                  f"{time.perf_counter() - t:.1f} s")
-            took, first = timed_sync(source, pg_url)
-            rows = sum(r.rows for r in first.runs)
-            assert [r.action for r in first.runs] == ["added"], first.runs
-            print(f"sync SQLite -> PostgreSQL: {rows} rows in {took:.1f} s "
-                  f"({rows / took:,.0f} rows/s); goal <= {GOAL:.0f} s for 1M requests "
-                  f"-> {took * 1_000_000 / max(args.requests, 1) / GOAL:.2f} of budget")
-            again, second = timed_sync(source, pg_url)
-            assert [r.action for r in second.runs] == ["skipped"], second.runs
-            print(f"again, nothing to write (both digests read): {again:.1f} s")
-            lite, third = timed_sync(source, f"sqlite:///{d}/target.db")
-            assert [r.action for r in third.runs] == ["added"], third.runs
-            print(f"sync SQLite -> SQLite: {rows} rows in {lite:.1f} s "
-                  f"({rows / lite:,.0f} rows/s)")
-    finally:
-        if cluster is not None:
-            _stop(cluster)
+    with database_url(args.pg_url) as pg_url, tempfile.TemporaryDirectory() as d:
+        source = f"sqlite:///{d}/source.db"
+        t = time.perf_counter()
+        fill(source, args.requests, args.windows)
+        print(f"fill: G4 run {args.requests} requests + {args.windows} windows in "
+              f"{time.perf_counter() - t:.1f} s")
+        took, first = timed_sync(source, pg_url)
+        rows = sum(r.rows for r in first.runs)
+        assert [r.action for r in first.runs] == ["added"], first.runs
+        print(f"sync SQLite -> PostgreSQL: {rows} rows in {took:.1f} s "
+              f"({rows / took:,.0f} rows/s); goal <= {GOAL:.0f} s for 1M requests "
+              f"-> {took * 1_000_000 / max(args.requests, 1) / GOAL:.2f} of budget")
+        again, second = timed_sync(source, pg_url)
+        assert [r.action for r in second.runs] == ["skipped"], second.runs
+        print(f"again, nothing to write (both digests read): {again:.1f} s")
+        lite, third = timed_sync(source, f"sqlite:///{d}/target.db")
+        assert [r.action for r in third.runs] == ["added"], third.runs
+        print(f"sync SQLite -> SQLite: {rows} rows in {lite:.1f} s "
+              f"({rows / lite:,.0f} rows/s)")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Registered for every test by `pytest_plugins` in tests/conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -178,6 +179,23 @@ def _stop(cluster: PgCluster) -> None:
     cluster.run(str(cluster.bin / "pg_ctl"), "-D", str(cluster.base / "data"), "-m",
                 "immediate", "-w", "stop")
     shutil.rmtree(cluster.base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def database_url(url: str | None) -> Iterator[str]:
+    """For the benchmarks: `url` as given (--pg-url), else a database on a throwaway
+    cluster started as the tests start it, stopped afterwards; exits saying why when none
+    can run."""
+    if url is not None:
+        yield url
+        return
+    cluster, why = _start()
+    if cluster is None:
+        raise SystemExit(f"no PostgreSQL: {why} (or pass --pg-url)")
+    try:
+        yield cluster.new_database()
+    finally:
+        _stop(cluster)
 
 
 @pytest.fixture(scope="session")
