@@ -15,7 +15,7 @@ from harness.cli.context import open_store
 from harness.cli.run_view import iso, shown
 from harness.cli.tables import COLOURS, Cell, Column, console, render, wide_option
 from harness.registry import GATE_IDS
-from harness.store.fleet import CampaignLine, Filters, G3Cell, GateLine
+from harness.store.fleet import CampaignLine, Filters, G3Cell, GateLine, lowest
 
 # Each gate's column is never narrower than its longest word (INCONCLUSIVE, a date), so
 # at 80 columns no verdict is cut; the campaign's name folds instead.
@@ -95,13 +95,12 @@ def flags(g: GateLine) -> list[str]:
 def worst(cells: tuple[G3Cell, ...], what: str) -> tuple[float, str] | None:
     """The lowest `what` ("drop" or "gain") of G3's cells and where it is (c=TIER, with
     the layout when the run has several)."""
-    layouts = {c.layout for c in cells}
-    known = [(v, c) for c in cells if (v := getattr(c, what)) is not None]
-    if not known:
+    found = lowest(cells, what)
+    if found is None:
         return None
-    value, cell = min(known, key=lambda x: (x[0], x[1].layout, x[1].tier))
-    where = f"c={cell.tier}" if len(layouts) == 1 else f"{cell.layout} c={cell.tier}"
-    return float(value), where
+    value, cell = found
+    several = len({c.layout for c in cells}) > 1
+    return value, f"{cell.layout} c={cell.tier}" if several else f"c={cell.tier}"
 
 
 def gate_cell(g: GateLine) -> Cell:

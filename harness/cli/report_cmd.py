@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -11,6 +12,9 @@ from click.core import ParameterSource
 from harness.cli.common import config_option, db_option
 from harness.cli.outputs import check_output
 from harness.errors import UsageError
+
+if TYPE_CHECKING:
+    from harness.store.fleet import Filters
 
 
 def _defaults(ctx: click.Context, config_path: str) -> tuple[str, str, str | None]:
@@ -36,10 +40,34 @@ def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
                          hint=f"e.g. `{command} 12` or `{command} --campaign NAME`")
 
 
+def _fleet_target(run_id: int | None, campaign: str | None, fleet: bool,
+                  filters: dict[str, str | None]) -> None:
+    """--fleet stands alone; its filters (those of `gate fleet`) mean nothing without it."""
+    given = [f"--{k}" for k, v in filters.items() if v is not None]
+    if fleet and (run_id is not None or campaign is not None):
+        raise UsageError("--fleet reports every campaign: give no run id or --campaign",
+                         key="gate report --fleet",
+                         hint="narrow it with --site, --customer, --accelerator, --since")
+    if given and not fleet:
+        raise UsageError(f"{', '.join(given)} only with --fleet", key=given[0],
+                         hint="e.g. `gate report --fleet --site NAME`")
+
+
 @click.command("report")
 @click.argument("run_id", required=False, type=int)
 @click.option("--campaign", default=None,
               help="Report every gate of this campaign (NAME, or SITE/CAMPAIGN).")
+@click.option("--fleet", is_flag=True, default=False,
+              help="Report every campaign of the store, one row each (`gate fleet`'s "
+                   "view), with G3's drop against gain across campaigns.")
+@click.option("--site", default=None, metavar="NAME", help="--fleet: only this site.")
+@click.option("--customer", default=None, metavar="TEXT",
+              help="--fleet: only sites whose customer contains TEXT (any case).")
+@click.option("--accelerator", default=None, metavar="TEXT",
+              help="--fleet: only campaigns whose accelerator vendor contains TEXT.")
+@click.option("--since", default=None, metavar="DATE",
+              help="--fleet: only campaigns with a gate run that finished on or after "
+                   "DATE (YYYY-MM-DD, local time).")
 @click.option("--format", "fmt", type=click.Choice(["pdf", "html", "both"]), default=None,
               help="Output format (default: the config's report.format, else pdf).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
@@ -49,14 +77,29 @@ def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
 @config_option
 @db_option
 @click.pass_context
-def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: str | None,
-           lang: str | None, output: Path | None, config_path: str,
-           db_url: str | None) -> None:
+def report(ctx: click.Context, run_id: int | None, campaign: str | None, fleet: bool,
+           site: str | None, customer: str | None, accelerator: str | None,
+           since: str | None, fmt: str | None, lang: str | None, output: Path | None,
+           config_path: str, db_url: str | None) -> None:
     """Render the customer report of RUN, or of a whole campaign (latest run of each gate,
-    with trends across earlier runs). Prints the written file(s)."""
-    _one_target(run_id, campaign, "gate report")
+    with trends across earlier runs), or of the fleet (--fleet: every campaign, filtered
+    as `gate fleet`). Prints the written file(s)."""
+    _fleet_target(run_id, campaign, fleet, {"site": site, "customer": customer,
+                                            "accelerator": accelerator, "since": since})
+    if not fleet:
+        _one_target(run_id, campaign, "gate report")
+    else:  # a bad date is one line before anything is read
+        from harness.cli.fleet_cmd import since_epoch
+        from harness.store.fleet import Filters
+
+        filters = Filters(site=site, customer=customer, accelerator=accelerator,
+                          since=since_epoch(since) if since is not None else None)
     lang_default, fmt_default, logo = _defaults(ctx, config_path)
     lang, fmt = lang or lang_default, fmt or fmt_default
+    if fleet:
+        for p in _fleet_report(db_url, filters, output, lang, fmt, logo):
+            click.echo(str(p))
+        return
     from harness.cli.context import open_store
     from harness.report.api import (
         default_name,
@@ -86,6 +129,22 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fmt: st
         store.close()
     for p in paths:
         click.echo(str(p))
+
+
+def _fleet_report(db_url: str | None, filters: Filters, output: Path | None, lang: str,
+                  fmt: str, logo: str | None) -> list[Path]:
+    """The fleet's report, as `gate fleet` reads it (harness.report.fleet)."""
+    from harness.cli.context import open_store
+    from harness.report.api import default_name, store_dir
+    from harness.report.fleet import render_fleet_report
+
+    store = open_store(db_url, existing=True)
+    try:
+        out = output or store_dir(store) / default_name(campaign="fleet", lang=lang)
+        return render_fleet_report(store, check_output(out, "--output"), lang, fmt,
+                                   filters=filters, logo=logo)
+    finally:
+        store.close()
 
 
 @click.command("export")

@@ -62,6 +62,16 @@ class G3Cell:
     gain_hi: float | None
 
 
+def lowest(cells: Sequence[G3Cell], what: str) -> tuple[float, G3Cell] | None:
+    """The lowest `what` ("drop" or "gain") over G3's cells and its cell, ties to the
+    first layout and tier: the campaign's worst case, as `gate fleet` and its report show
+    it."""
+    known = [(float(v), c) for c in cells if (v := getattr(c, what)) is not None]
+    if not known:
+        return None
+    return min(known, key=lambda x: (x[0], x[1].layout, x[1].tier))
+
+
 @dataclass(frozen=True)
 class Running:
     """A gate run still RUNNING: a G4 soak's windows stored so far of those planned."""
