@@ -21,6 +21,7 @@ from harness.g4.hardware import (
     read_gpu,
     read_nvme,
 )
+from harness.g4.said import SaidOnce
 from harness.probes.nvme import parse_nvme_list
 from harness.store.db import Store
 from harness.store.writer import insert_series, series_of
@@ -99,7 +100,7 @@ class HardwareWatch:
     store: Store
     run_id: int
     event: Callable[..., None]
-    _unread_said: dict[tuple[str, str], str] = field(default_factory=dict)
+    _said: SaidOnce = field(default_factory=SaidOnce)
 
     def sample(self) -> None:
         """Every host now; a source a host cannot answer for is an event when that starts
@@ -110,8 +111,7 @@ class HardwareWatch:
                       "at": reading.at, "value": value}
                      for name, value in reading.values.items()]
             for source, why in reading.unread.items():
-                if self._unread_said.get((reading.host, source)) != why:
-                    self._unread_said[(reading.host, source)] = why
+                if self._said.new((reading.host, source), why):
                     self.event(source="harness", name=f"G4 hardware {source}",
                                host=reading.host, status="failed", message=why[:500])
         insert_series(self.store, self.run_id, rows)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from harness.g4.said import SaidOnce
 from harness.serving.inspection import Inspector
 from harness.store import engines as store_engines
 from harness.store.db import Store
@@ -49,7 +50,7 @@ class ProcessWatch:
     event: Callable[..., None]
     last: dict[int, Key] = field(default_factory=dict)  # instance -> the process last seen
     changes: dict[int, int] = field(default_factory=dict)
-    _unread_said: dict[int, str] = field(default_factory=dict)
+    _said: SaidOnce = field(default_factory=SaidOnce)
 
     def resume(self) -> None:
         """Carry on from what an earlier viewer recorded: the latest process of each
@@ -68,8 +69,7 @@ class ProcessWatch:
         for inst in self.instances:
             seen = self.inspector.listener(inst.host, inst.port)
             if seen.proc is None:
-                if self._unread_said.get(inst.index) != seen.problem:
-                    self._unread_said[inst.index] = seen.problem
+                if self._said.new(inst.index, seen.problem):
                     self.event(source="harness", name="G4 engine process", host=inst.host,
                                status="failed", message=seen.problem[:500])
                 continue

@@ -66,3 +66,13 @@ def test_a_gap_that_did_not_read_enough_is_named_as_its_range() -> None:
     j = engaged(ws, Criteria(baseline_h=10.0 / 3600), kv_bytes_per_token=1.0)
     assert j.verdict is Verdict.STOP_LOSS and j.window == 2
     assert j.text.startswith("accelerator not engaged in window 3-6: the devices read ")
+
+
+def test_a_failure_read_again_is_said_once_until_its_reason_changes() -> None:
+    from harness.g4.said import SaidOnce
+
+    said = SaidOnce()
+    told = [said.new(k, why) for k, why in (("h2", "timeout"), ("h2", "timeout"),
+                                            ("h1", "timeout"), ("h2", "refused"),
+                                            ("h2", "refused"))]
+    assert told == [True, False, True, True, False]
