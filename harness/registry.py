@@ -9,8 +9,11 @@ killed run left running). Adding a gate is a suite plus a spec here (docs/gates.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from harness.config.decision import Deviation, deviations, g4_deviations
 from harness.config.models import G1, G2, G3, G4, Frozen
 from harness.errors import UsageError
 
@@ -26,6 +29,10 @@ class GateSpec:
     report_section: str  # key of the report's section registry (harness/report/sections)
     config_key: str  # its section under `gates:` in gate.yaml
     config_model: type[Frozen]  # that section's model
+    # the gate's decision settings a stored config moved off their defaults (None: it has
+    # none); the report lists the weakened ones beside the verdict
+    deviations: Callable[[Mapping[str, Any]], list[Deviation]] | None = None
+    compares_arms: bool = False  # an A/B gate: its runs store cells (drop, gain) per tier
 
     @property
     def package(self) -> str:
@@ -45,11 +52,14 @@ GATES: tuple[GateSpec, ...] = (
              "g1", G1),
     GateSpec("G2", "single-node baselines", "g2_baseline", ("gpu",), "G1", False, "g2",
              "g2", G2),
-    GateSpec("G3", "main gate (A/B)", "g3_main", (), "G2", True, "g3", "g3", G3),
+    GateSpec("G3", "main gate (A/B)", "g3_main", (), "G2", True, "g3", "g3", G3,
+             deviations, compares_arms=True),
     GateSpec("G4", "72 h stability", "g4_stability", ("gpu",), "G3", True, "g4", "g4",
-             G4),
+             G4, g4_deviations),
 )
 GATE_IDS: tuple[str, ...] = tuple(g.id for g in GATES)
+# the gate whose cells the fleet's headline column shows (its lowest drop and gain)
+AB_GATE: str = next(g.id for g in GATES if g.compares_arms)
 
 
 def gate_spec(gate_id: str) -> GateSpec:

@@ -15,7 +15,7 @@ from harness.cli.context import open_store
 from harness.cli.run_view import iso, shown
 from harness.cli.tables import COLOURS, Cell, Column, console, render, wide_option
 from harness.registry import GATE_IDS
-from harness.store.fleet import CampaignLine, Filters, G3Cell, GateLine, lowest
+from harness.store.fleet import ABCell, CampaignLine, Filters, GateLine, lowest
 
 # Each gate's column is never narrower than its longest word (INCONCLUSIVE, a date), so
 # at 80 columns no verdict is cut; the campaign's name folds instead.
@@ -92,8 +92,8 @@ def flags(g: GateLine) -> list[str]:
                             ("WEAKENED", g.weakened)) if on]
 
 
-def worst(cells: tuple[G3Cell, ...], what: str) -> tuple[float, str] | None:
-    """The lowest `what` ("drop" or "gain") of G3's cells and where it is (c=TIER, with
+def worst(cells: tuple[ABCell, ...], what: str) -> tuple[float, str] | None:
+    """The lowest `what` ("drop" or "gain") of an A/B gate's cells and where it is (c=TIER, with
     the layout when the run has several)."""
     found = lowest(cells, what)
     if found is None:
@@ -132,7 +132,7 @@ def campaign_dict(c: CampaignLine) -> dict[str, Any]:
 
 
 def gate_dict(g: GateLine) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "gate": g.gate, "verdict": g.verdict, "run": g.run, "uid": g.uid,
         "revision": g.revision, "date": iso(g.finished_at), "flags": flags(g),
         "forced": g.forced, "simulated": g.simulated, "weakened": g.weakened,
@@ -144,9 +144,8 @@ def gate_dict(g: GateLine) -> dict[str, Any]:
             "run": g.running.run, "uid": g.running.uid, "started": iso(g.running.started_at),
             "heartbeat": iso(g.running.heartbeat_at), "windows": g.running.windows,
             "planned": g.running.planned},
+        # an A/B gate's cells (every gate has the keys: none, where it stores no cells)
+        "cells": [asdict(c) for c in g.cells],
+        "worst": {what: None if (w := worst(g.cells, what)) is None
+                  else {"value": w[0], "where": w[1]} for what in ("drop", "gain")},
     }
-    if g.gate == "G3":
-        d["cells"] = [asdict(c) for c in g.cells]
-        d["worst"] = {what: None if (w := worst(g.cells, what)) is None
-                      else {"value": w[0], "where": w[1]} for what in ("drop", "gain")}
-    return d

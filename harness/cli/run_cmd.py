@@ -126,15 +126,16 @@ def _sync(req: RunRequest, run_id: int) -> None:
 @set_option
 @inventory_option
 @db_option
-@click.option("--from", "start", callback=_gate_name, default="G1", show_default=True,
-              help="First gate to run.")
+@click.option("--from", "start", callback=_gate_name, default=None,
+              help="First gate to run (default: the campaign's first).")
 @click.option("--scheduled", is_flag=True, help="Mark the runs as triggered by a schedule.")
 def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
-             db_url: str | None, start: str, scheduled: bool) -> None:
+             db_url: str | None, start: str | None, scheduled: bool) -> None:
     """Run the gates in order, stopping at the first that is not PASS."""
     from harness.campaign import run_campaign
-    from harness.registry import from_gate
+    from harness.registry import GATES, from_gate
 
+    start = start or GATES[0].id
     req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
     with live_progress() as live:

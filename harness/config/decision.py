@@ -296,12 +296,6 @@ def g4_deviations(raw: Mapping[str, Any]) -> list[Deviation]:
     return out
 
 
-def gate_deviations(gate: str | None, raw: Mapping[str, Any]) -> list[Deviation]:
-    """The decision settings of `gate` (G3's, G4's; none for a gate without any) that a
-    stored config moved off their defaults."""
-    return {"G3": deviations, "G4": g4_deviations}.get(gate or "", lambda _: [])(raw)
-
-
 def g4_weakened(raw: Mapping[str, Any]) -> list[Deviation]:
     return [d for d in g4_deviations(raw) if d.weakened]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from harness.config.models import G3Thresholds
-from harness.registry import GATE_IDS
+from harness.registry import AB_GATE, GATE_IDS
 from harness.report.api import _targets  # the format / suffix rule of every report
 from harness.report.fleet_plot import Point, drop_gain, labelled
 from harness.report.fmt import pct
@@ -34,7 +34,7 @@ from harness.report.model import SCHEMA_VERSION, Frozen, Plot
 from harness.report.render import column_widths, environment, write_pdf
 from harness.report.resources import read_text
 from harness.store.db import Store
-from harness.store.fleet import NOT_RUN, CampaignLine, Filters, G3Cell, GateLine, fleet, lowest
+from harness.store.fleet import NOT_RUN, ABCell, CampaignLine, Filters, GateLine, fleet, lowest
 
 _UNSAFE_CSS = re.compile(r"[^\w \"',.-]", re.UNICODE)  # as harness.report.render's
 BUDGET = 172.0  # characters across a landscape A4 data table (portrait: 118)
@@ -57,7 +57,7 @@ class FleetRow(Frozen):
     customer: str
     vendor: str
     gates: list[FleetGate]
-    g3: list[str]  # G3's lowest drop and gain, each with where
+    headline: list[str]  # the A/B gate's lowest drop and gain, each with where
 
 
 class FleetReport(Frozen):
@@ -89,7 +89,7 @@ def local_day(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d")
 
 
-def _where(t: Translator, cells: Sequence[G3Cell], cell: G3Cell) -> str:
+def _where(t: Translator, cells: Sequence[ABCell], cell: ABCell) -> str:
     several = len({c.layout for c in cells}) > 1
     return t("fleet.where_layout" if several else "fleet.where",
              {"layout": cell.layout, "tier": cell.tier})
@@ -117,23 +117,28 @@ def gate_cell(t: Translator, g: GateLine) -> FleetGate:
                      flags=flags, notes=notes)
 
 
-def g3_lines(t: Translator, g3: GateLine | None) -> list[str]:
-    if g3 is None:
+def headline_lines(t: Translator, ab: GateLine | None) -> list[str]:
+    if ab is None:
         return []
     out = []
     for what in ("drop", "gain"):
-        found = lowest(g3.cells, what)
+        found = lowest(ab.cells, what)
         if found is not None:
             out.append(t(f"fleet.worst_{what}", {"value": pct(found[0]),
-                                                  "where": _where(t, g3.cells, found[1])}))
+                                                  "where": _where(t, ab.cells, found[1])}))
     return out
 
 
+def _ab(c: CampaignLine) -> GateLine | None:
+    """The campaign's A/B gate line, whose cells the headline column shows."""
+    return next((g for g in c.gates if g.gate == AB_GATE), None)
+
+
 def _row(t: Translator, number: int, c: CampaignLine) -> FleetRow:
-    g3 = next((g for g in c.gates if g.gate == "G3"), None)
     return FleetRow(number=number, ref=c.ref, customer=c.customer,
                     vendor=t("fleet.vendor", {"vendor": c.vendor}) if c.vendor else "",
-                    gates=[gate_cell(t, g) for g in c.gates], g3=g3_lines(t, g3))
+                    gates=[gate_cell(t, g) for g in c.gates],
+                    headline=headline_lines(t, _ab(c)))
 
 
 def filters_text(t: Translator, f: Filters) -> str:
@@ -146,12 +151,12 @@ def filters_text(t: Translator, f: Filters) -> str:
 def _points(rows: Sequence[FleetRow], lines: Sequence[CampaignLine]) -> list[Point]:
     out = []
     for row, c in zip(rows, lines, strict=True):
-        g3 = next((g for g in c.gates if g.gate == "G3"), None)
-        if g3 is None:
+        ab = _ab(c)
+        if ab is None:
             continue
-        d, g = lowest(g3.cells, "drop"), lowest(g3.cells, "gain")
+        d, g = lowest(ab.cells, "drop"), lowest(ab.cells, "gain")
         if d is not None and g is not None:
-            out.append(Point(row.number, d[0], g[0], token(g3.verdict), g3.simulated))
+            out.append(Point(row.number, d[0], g[0], token(ab.verdict), ab.simulated))
     return out
 
 
@@ -171,7 +176,7 @@ def _plain(row: FleetRow) -> list[str]:
     who = "\n".join(x for x in (row.ref, " · ".join(y for y in (row.customer, row.vendor)
                                                        if y)) if x)
     gates = ["\n".join([g.word, g.date, *g.flags, *g.notes]) for g in row.gates]
-    return [str(row.number), who, *gates, "\n".join(row.g3)]
+    return [str(row.number), who, *gates, "\n".join(row.headline)]
 
 
 def _cols(text: str) -> int:
@@ -210,7 +215,7 @@ def build_fleet_report(lines: Sequence[CampaignLine], t: Translator, fonts: Font
     now = time.time() if now is None else now
     rows = [_row(t, i, c) for i, c in enumerate(lines, start=1)]
     columns = [("#", ""), (t("fleet.col.campaign"), ""),
-               *((g, t.gate_name(g)) for g in GATE_IDS), ("G3", t("fleet.col.g3"))]
+               *((g, t.gate_name(g)) for g in GATE_IDS), (AB_GATE, t("fleet.col.g3"))]
     sites = len({c.site for c in lines})
     simulated = any(g.simulated for c in lines for g in c.gates)
     title = t("fleet.title")

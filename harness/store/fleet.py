@@ -1,10 +1,10 @@
 """`gate fleet`'s read: every campaign in the store, each gate's standing verdict with its
-flags, G3's headline figures and a gate run still in progress.
+flags, the A/B gate's headline figures (its cells) and a gate run still in progress.
 
 Why a module of its own: `gate status` reads one campaign a query per gate and per run
 (harness.campaign.gate_states); over a fleet's hundreds of campaigns on a remote
 PostgreSQL that is thousands of round trips. Here the whole store is read in a few
-set-based SELECTs (campaigns; gate runs; then the sign-offs, G3 cells and soak-window
+set-based SELECTs (campaigns; gate runs; then the sign-offs, A/B cells and soak-window
 counts of only the runs shown), and each gate's run is picked by the same rules as `gate
 status`: runs.stands and runs.effective_verdict, given the sign-offs read in bulk.
 """
@@ -48,8 +48,8 @@ class Filters:
 
 
 @dataclass(frozen=True)
-class G3Cell:
-    """A G3 cell's decision and headline figures (shares: 0.31 is 31 %)."""
+class ABCell:
+    """An A/B gate's cell: its decision and headline figures (shares: 0.31 is 31 %)."""
 
     layout: str
     tier: int
@@ -62,8 +62,8 @@ class G3Cell:
     gain_hi: float | None
 
 
-def lowest(cells: Sequence[G3Cell], what: str) -> tuple[float, G3Cell] | None:
-    """The lowest `what` ("drop" or "gain") over G3's cells and its cell, ties to the
+def lowest(cells: Sequence[ABCell], what: str) -> tuple[float, ABCell] | None:
+    """The lowest `what` ("drop" or "gain") over an A/B gate's cells and its cell, ties to the
     first layout and tier: the campaign's worst case, as `gate fleet` and its report show
     it."""
     known = [(float(v), c) for c in cells if (v := getattr(c, what)) is not None]
@@ -110,7 +110,7 @@ class GateLine:
     signed: bool = False  # ... and a reviewer signed after it finished
     partial_later: Later | None = None
     running: Running | None = None
-    cells: tuple[G3Cell, ...] = ()  # G3
+    cells: tuple[ABCell, ...] = ()  # an A/B gate's (harness.registry.AB_GATE)
 
 
 @dataclass(frozen=True)
@@ -157,11 +157,11 @@ def fleet(store: Store, gates: Sequence[str], filters: Filters | None = None
         standing = {k: _standing(v) for k, v in history.items() if k[0] in chosen}
         shown = [r.id for r in standing.values() if r is not None]
         signoffs = _signoffs(s, shown)
-        cells = _cells(s, [r.id for (_, g), r in standing.items() if r is not None
-                           and g == "G3"])
+        # only an A/B gate's runs store cells, only a soak's store windows: no gate named
+        cells = _cells(s, [r.id for r in standing.values() if r is not None])
         running = {k: v[-1] for k, v in history.items()
                    if k[0] in chosen and v[-1].status == "RUNNING"}
-        progress = _progress(s, [r.id for (_, g), r in running.items() if g == "G4"])
+        progress = _progress(s, [r.id for r in running.values()])
     out = []
     for cid, (site, site_uid, customer, name, uid) in chosen.items():
         lines = tuple(_line(store, g, history.get((cid, g), []), standing.get((cid, g)),
@@ -223,33 +223,36 @@ def _signoffs(s: Any, ids: list[int]) -> dict[int, list[SignoffRow]]:
     return out
 
 
-def _cells(s: Any, ids: list[int]) -> dict[int, list[G3Cell]]:
+def _cells(s: Any, ids: list[int]) -> dict[int, list[ABCell]]:
     c = CellRow
-    out: dict[int, list[G3Cell]] = defaultdict(list)
+    out: dict[int, list[ABCell]] = defaultdict(list)
     for part in _chunks(ids):
         q = (select(c.run_id, c.layout, c.tier, c.verdict, c.drop, c.drop_lo, c.drop_hi,
                     c.gain, c.gain_lo, c.gain_hi)
              .where(c.run_id.in_(part)).order_by(c.run_id, c.layout, c.tier))
         for rid, *rest in s.execute(q):
-            out[int(rid)].append(G3Cell(*rest))
+            out[int(rid)].append(ABCell(*rest))
     return out
 
 
 def _progress(s: Any, ids: list[int]) -> dict[int, tuple[int, int | None]]:
-    """G4 run -> (windows stored, whole windows its config plans; None: unreadable)."""
+    """Running soak -> (windows stored, whole windows its config plans; None: unreadable).
+    A run is a soak here once it has stored a window (before that, no progress to show)."""
     out: dict[int, tuple[int, int | None]] = {}
     for part in _chunks(ids):
         counts = dict(s.execute(select(SoakWindowRow.run_id, func.count())
                                 .where(SoakWindowRow.run_id.in_(part))
                                 .group_by(SoakWindowRow.run_id)).all())
+        if not counts:
+            continue
         for rid, config in s.execute(select(RunRow.id, RunRow.config_json)
-                                     .where(RunRow.id.in_(part))):
-            out[int(rid)] = (int(counts.get(rid, 0)), planned_windows(config))
+                                     .where(RunRow.id.in_(list(counts)))):
+            out[int(rid)] = (int(counts[rid]), planned_windows(config))
     return out
 
 
 def planned_windows(config: Any) -> int | None:
-    """Whole windows of the soak a G4 run's stored config plans (harness.config.soak.G4:
+    """Whole windows of the soak a run's stored config plans (harness.config.soak.G4:
     duration / window); None when the config does not say (an old or foreign run)."""
     from pydantic import ValidationError
 
@@ -266,7 +269,7 @@ def planned_windows(config: Any) -> int | None:
 
 def _line(store: Store, gate: str, history: list[RunRow], run: RunRow | None,
           busy: RunRow | None, signoffs: dict[int, list[SignoffRow]],
-          cells: dict[int, list[G3Cell]], progress: dict[int, tuple[int, int | None]]
+          cells: dict[int, list[ABCell]], progress: dict[int, tuple[int, int | None]]
           ) -> GateLine:
     after = run.id if run is not None else 0
     later = [r for r in history if r.partial and r.status != "RUNNING" and r.id > after]

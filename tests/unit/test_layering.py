@@ -292,3 +292,45 @@ def test_the_load_agent_imports_nothing_heavy(package: str,
     site's client host imports: none of the report's, Ansible's or the simulator's."""
     assert set(agent_loads) == set(AGENT)
     assert agent_loads[package] == []
+
+
+# Modules that may name a gate ("G3") in code: the registry that lists the gates, the
+# gates' config models, and what is one gate's own (its suite, library and report section).
+GATE_NAMING: dict[str, str] = {
+    "harness.registry": "the one list of the gates",
+    "harness.config.models": "the gates' config models (their names)",
+    "harness.config.soak": "G4's config model",
+    "harness.workflow.plan_g2": "gate plan holds its requirements against G2's figures",
+    **{lib: "a gate's own library" for lib in GATE_LIBRARIES},
+    "harness.gates": "the gates' suites",
+    **{f"harness.report.sections.g{n}": "a gate's report section" for n in range(1, 5)},
+    "harness.report.sections.g3_page1": "what G3's report shows on page 1",
+}
+
+
+def _gate_names(path: Path) -> Iterator[int]:
+    """Lines of `path` with a string constant that is a gate's id (docstrings aside)."""
+    import re
+
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.fullmatch(r"G[1-9]", node.value):
+            yield node.lineno
+
+
+def test_generic_code_names_no_gate() -> None:
+    """The runner, the campaign, the CLI, the store and the report ask the registry or a
+    suite's hooks, never `if gate == "G3"`: a new gate is its suite, library, spec, config
+    model and catalogue words (docs/gates.md), and nothing generic learns its name."""
+    files = [*sorted((REPO / "harness").rglob("*.py")), *sorted((REPO / "gates").rglob("*.py"))]
+    found = [f"{p.relative_to(REPO)}:{line}" for p in files
+             if not any(_within(_module_name(p), m) for m in GATE_NAMING)
+             for line in _gate_names(p)]
+    assert found == [], "a gate named in generic code (ask harness.registry instead)"
+
+
+def test_the_gate_name_rule_sees_a_named_gate(tmp_path: Path) -> None:
+    bad = tmp_path / "x.py"
+    bad.write_text('def f(gate: str) -> bool:\n    """G3 here is prose."""\n'
+                   '    return gate == "G3"\n')
+    assert list(_gate_names(bad)) == [3]

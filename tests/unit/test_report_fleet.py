@@ -25,9 +25,9 @@ from harness.report.fonts import choose_fonts
 from harness.report.i18n import load_catalog, translator
 from harness.store.fleet import (
     NOT_RUN,
+    ABCell,
     CampaignLine,
     Filters,
-    G3Cell,
     GateLine,
     Later,
     Running,
@@ -37,8 +37,8 @@ from harness.store.fleet import (
 T0 = 1_800_000_000.0
 
 
-def cell(layout: str, tier: int, drop: float, gain: float) -> G3Cell:
-    return G3Cell(layout, tier, "PASS", drop, drop - 0.04, drop + 0.04, gain, gain - 0.03,
+def cell(layout: str, tier: int, drop: float, gain: float) -> ABCell:
+    return ABCell(layout, tier, "PASS", drop, drop - 0.04, drop + 0.04, gain, gain - 0.03,
                   gain + 0.03)
 
 
@@ -91,10 +91,11 @@ def test_english_rows_say_verdicts_flags_and_g3_figures() -> None:
     assert g2.notes == ["PARTIAL #5 ERROR: does not count"]
     assert (g4.token, g4.word, g4.notes) == ("NOT_RUN", "not run",
                                               ["RUNNING #9", "12/120 windows"])
-    assert poc.g3 == ["drop 31.0 % TP4x2 c=8", "gain 33.0 % TP8 c=4"]
+    assert poc.headline == ["drop 31.0 % TP4x2 c=8", "gain 33.0 % TP8 c=4"]
     assert poc.vendor == "vendor FastKV" and weak.vendor == ""
     assert weak.gates[2].flags == ["SIMULATED", "WEAKENED (unsigned)"]
-    assert signed.gates[2].flags == ["WEAKENED (signed)"] and signed.g3[0] == "drop 10.0 % c=16"
+    assert signed.gates[2].flags == ["WEAKENED (signed)"]
+    assert signed.headline[0] == "drop 10.0 % c=16"
     assert r.simulated and r.stamp.startswith("SIMULATED") and r.title.startswith("SIMULATED: ")
     assert dict(r.facts)["Listed"] == "3 campaign(s) in 3 site(s)"
     assert dict(r.facts)["Filters"] == "none (every campaign)"
@@ -107,7 +108,7 @@ def test_chinese_rows_and_page_have_no_english_but_names() -> None:
     poc = r.rows[0]
     assert poc.gates[0].word == "通过 (PASS)" and poc.gates[0].flags == ["强制运行 (FORCED)"]
     assert poc.gates[3].notes == ["进行中 (RUNNING) #9", "12/120 个时间窗"]
-    assert poc.g3 == ["降幅 31.0 % TP4x2 并发 8", "增幅 33.0 % TP8 并发 4"]
+    assert poc.headline == ["降幅 31.0 % TP4x2 并发 8", "增幅 33.0 % TP8 并发 4"]
     assert r.stamp == translator("zh")("stamp.simulated")
     page = render_fleet_html(r, translator("zh"))
     svg = base64.b64decode(page.split("data:image/svg+xml;base64,")[1].split('"')[0]).decode()

@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.config.decision import DIFFERS_BY, WEAKENED_REASON
 from harness.labels import check_label
-from harness.registry import GATE_IDS
+from harness.registry import GATE_IDS, gate_spec
 from harness.report import checkwords, fmt, reasons
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
@@ -160,9 +160,9 @@ def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) 
 def weakened_settings(run: RunInfo, t: Translator) -> str:
     """The run's weakened decision settings in one line ("gates.g4.duration 24s instead of
     72h; ..."), from its stored config; "" when none (harness/config/decision.py)."""
-    from harness.config.decision import gate_deviations
-
-    devs = [d for d in gate_deviations(run.gate, run.config_json) if d.weakened]
+    spec = gate_spec(run.gate) if run.gate in GATE_IDS else None
+    read = spec.deviations if spec is not None else None
+    devs = [d for d in read(run.config_json) if d.weakened] if read is not None else []
     return t("settings.sep").join(
         t("settings.short", {"key": d.key, "value": d.value,
                              "default": t("settings.knobs") if d.key == DIFFERS_BY
