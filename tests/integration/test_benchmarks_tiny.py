@@ -29,6 +29,7 @@ TINY = {
     "g1_fanout.py": ("--latency", "0.01", "--hosts", "1,2"),
     "g3_validity.py": ("--trials", "2", "--tiers", "4", "--jobs", "1"),
     "g4_soak.py": ("--windows", "40"),
+    "g4_memory.py": ("--minutes", "0.1", "--window", "1", "--every", "1"),
     "gc_pause.py": ("--phases", "2", "--requests", "8"),
     "remote.py": ("--records", "2000", "--requests", "64", "--trials", "1", "--skip-bundle"),
     "report.py": ("--requests", "200", "--windows", "4", "--repeat", "0",
@@ -128,6 +129,16 @@ def test_g4_soak(tmp_path: Path) -> None:
           rf"^pull: 40 windows stored in {N} s \([0-9,]+ windows/s\); pulled again: 0 new",
           rf"^judge: 40 windows read back, reads attributed, 6 criteria in {N} s$",
           r"^total pull \+ judge .* goal <= 10 s \(error_rate PASS, .* engaged PASS\)$")
+
+
+@pytest.mark.slow
+def test_g4_memory(tmp_path: Path) -> None:
+    lines(run("g4_memory.py", tmp_path),
+          r"^soak 0.1 min in windows of 1 s at c=4, sampled every 1 s$",
+          rf"^\s+{N}\s+\d+\s+{N}\s+{N}$",
+          rf"^gate process RSS: start {N} MB, end {N} MB \([+-]{N} %\), max {N} MB$",
+          rf"^soak process RSS: start {N} MB, end {N} MB \([+-]{N} %\), max {N} MB$",
+          rf"^samples \d+ over {N} s; gate run G4 exit [0-3]$")
 
 
 def test_gc_pause(tmp_path: Path) -> None:
