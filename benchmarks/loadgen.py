@@ -192,7 +192,11 @@ def saturation(n: int, trials: int, pin: bool, server: str) -> None:
                         ("cli", "gate bench (CLI)")):
         rates = " ".join(f"{r['rate']:.0f}" for r in runs[kind])
         cpu_us = [r["cpu_us"] for r in runs[kind] if "cpu_us" in r]
-        cpu_txt = f"  client CPU {statistics.median(cpu_us):.0f} us/req" if cpu_us else ""
+        # the share of its core the client kept busy: near 100 % it is what limits req/s,
+        # well below it the server is (the server's CPU per request is printed beside)
+        busy = [r["cpu_us"] * r["rate"] / 1e4 for r in runs[kind] if "cpu_us" in r]
+        cpu_txt = (f"  client CPU {statistics.median(cpu_us):.0f} us/req "
+                   f"({statistics.median(busy):.0f} % busy)" if cpu_us else "")
         srv = statistics.median(r["server_us"] for r in runs[kind])
         print(f"  {label:<22} median {med[kind]:7.0f} req/s  ({rates}){cpu_txt}"
               f"  server CPU {srv:.0f} us/req")

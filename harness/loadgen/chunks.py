@@ -5,7 +5,9 @@ The transport hands over each network read's body bytes with the moment it arriv
 (feed); SSE events come out of it, each token chunk's arrival is kept, and the first
 failure in the stream ends the request as a record (bad_chunk, stream_error), never an
 exception. end() judges a stream that ended as HTTP says it should; close() fills TTFT,
-E2EL and the token counts whatever happened.
+E2EL and the token counts whatever happened. gate's own HTTP/1.1 client may first offer a
+read still in chunked transfer coding (take): whole chunks that each carry exactly one
+template event are recorded from the raw bytes, as feed would record their data.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from harness.loadgen.http1 import SIZE_LINE
 from harness.loadgen.records import RequestRecord
 from harness.loadgen.sse import SSEDecoder
 
@@ -27,7 +30,11 @@ _SCANSTR: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # typ
 # a literal that never closes fails in linear time; possessive quantifiers would say it
 # shorter, but the load agent runs on Python 3.9, whose re has none.
 _PLAIN = rb'[^"\\\x00-\x1f\x80-\xff]*'
-_LITERAL = re.compile(_PLAIN + rb'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + _PLAIN + rb')*"').match
+_LITERAL_RE = re.compile(_PLAIN + rb'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + _PLAIN + rb')*"')
+_LITERAL = _LITERAL_RE.match
+_WHOLE_LITERAL = _LITERAL_RE.fullmatch  # (data, pos, endpos): the literal ends at endpos
+_SIZE_LINE = SIZE_LINE.match
+_NO_WIRE = (b"", b"", 0, 0)  # take() before a template: nothing is a template event
 _ERROR_CHARS = 500
 _BAD = (ValueError, StopIteration, AttributeError, TypeError, KeyError, IndexError,
         UnicodeDecodeError)
@@ -63,7 +70,7 @@ def event_frame(prefix: str, tail: str) -> tuple[bytes, bytes] | None:
     and three C calls each (the two frames, the literal between) replace the decoder's and
     the template's steps. None when a line end in the template would make the event's
     lines ambiguous."""
-    if "\n" in prefix + tail or "\r" in prefix + tail:
+    if "\n" in prefix or "\r" in prefix or "\n" in tail or "\r" in tail:
         return None
     return b"data: " + prefix.encode(), tail.encode() + b"\n\n"
 
@@ -77,8 +84,9 @@ def fail(rec: RequestRecord, kind: str, message: str) -> None:
 class ChunkReader:
     """One request's SSE stream into its record (times from `sent`, monotonic)."""
 
-    __slots__ = ("_decode", "_frame", "_sse", "chat", "chunks", "done", "finished", "last",
-                 "plen", "prefix", "rec", "sent", "tail", "text_chunks", "tlen", "usage")
+    __slots__ = ("_decode", "_frame", "_raw", "_sse", "_wire", "chat", "chunks", "done",
+                 "finished", "last", "plen", "prefix", "rec", "sent", "tail", "text_chunks",
+                 "tlen", "usage")
 
     def __init__(self, rec: RequestRecord, chat: bool, sent: float) -> None:
         self.rec = rec
@@ -88,6 +96,9 @@ class ChunkReader:
         self._sse = SSEDecoder()
         self._decode = self._sse.feed
         self._frame: tuple[bytes, bytes] | None = None  # see event_frame()
+        # take()'s view of the frame: (opening, closing + CRLF, len(opening), len(closing))
+        self._wire: tuple[bytes, bytes, int, int] | None = None
+        self._raw: tuple[bytes, bytes, int, int] | None = None  # _wire while the SSE is idle
         self.usage: Any = None
         self.done = self.finished = False  # [DONE] seen / a finish_reason seen
         self.text_chunks = 0
@@ -102,15 +113,27 @@ class ChunkReader:
         """One read's body bytes, arrived at `now`; False once the stream failed."""
         self.last = now
         t = now - self.sent
-        rec = self.rec
-        chunks = self.chunks
-        prefix, tail, plen, tlen = self.prefix, self.tail, self.plen, self.tlen
-        texts = 0  # text chunks in this read (added to text_chunks on the way out)
+        at, n = 0, len(data)
+        if self._frame is None and not self.text_chunks:
+            # No template yet: the read's events one at a time until one is learned, so
+            # the rest of the read takes the batch path below (a client behind the
+            # stream reads much of it at once). The decoder gives the same events
+            # however a read is split; a line end other than LF LF is not split here.
+            find = data.find
+            j = find(b"\n\n")
+            while 0 <= j < n - 2:  # an event end with more bytes after it
+                if not self._events(t, data[at:j + 2]):
+                    return False
+                at = j + 2
+                if self._frame is not None or self.text_chunks:
+                    break
+                j = find(b"\n\n", at)
         frame = self._frame
         if frame is not None and self._sse.idle:  # whole template events first
             # (ttft_text is set: the template is learned from a chunk with text)
             opening, closing = frame
-            at, hlen, elen, literal = 0, len(opening), len(closing), _LITERAL
+            chunks, texts = self.chunks, 0
+            hlen, elen, literal = len(opening), len(closing), _LITERAL
             while data.startswith(opening, at):
                 m = literal(data, at + hlen)
                 if m is None or not data.startswith(closing, m.end()):
@@ -119,8 +142,19 @@ class ChunkReader:
                 if m.end() - m.start() > 1:  # not the empty literal
                     texts += 1
                 at = m.end() + elen
-            if at:
-                data = data[at:]  # the rest (the last chunks, usage, [DONE]) as below
+            self.text_chunks += texts
+            if at == n:  # the whole read (the decoder stays idle)
+                return True
+        # the rest (the first chunks, the last ones, usage, [DONE]) event by event
+        return self._events(t, data[at:] if at else data)
+
+    def _events(self, t: float, data: bytes) -> bool:
+        """Bytes through the SSE decoder, each event parsed (the template's shortcut
+        once one is learned); False once the stream failed."""
+        rec = self.rec
+        chunks = self.chunks
+        prefix, tail, plen, tlen = self.prefix, self.tail, self.plen, self.tlen
+        texts = 0  # text chunks in this read (added to text_chunks on the way out)
         try:
             for ev in self._decode(data):
                 if ev == b"[DONE]":
@@ -167,7 +201,10 @@ class ChunkReader:
                                 plen, tlen = len(prefix), len(tail)
                                 self.prefix, self.tail = prefix, tail
                                 self.plen, self.tlen = plen, tlen
-                                self._frame = event_frame(prefix, tail)
+                                frame = self._frame = event_frame(prefix, tail)
+                                if frame is not None:
+                                    self._wire = (frame[0], frame[1] + b"\r\n",
+                                                  len(frame[0]), len(frame[1]))
                     u = obj.get("usage")
                     if u:
                         self.usage = u
@@ -181,6 +218,60 @@ class ChunkReader:
             return True
         finally:
             self.text_chunks += texts
+            self._raw = self._wire if self._sse.idle else None
+
+    def take(self, now: float, data: bytes) -> int:
+        """Whole chunks of a chunked body at the start of `data` (the HTTP parser between
+        chunks), arrived at `now`, recorded as feed() would record their data: the bytes
+        taken (0: none; the parser reads the rest as if it had read those chunks itself),
+        or -1 once the stream failed (as feed's False). A chunk that is exactly one
+        template event costs a size line, the template's two frames and one match of the
+        literal that the chunk's size puts between them (at saturation most reads are
+        one or two such chunks, and this is all their work, de-chunking and SSE
+        included); any other whole chunk goes through the per-event path on its own."""
+        at, n = 0, len(data)
+        size_line, literal, chunks, starts = _SIZE_LINE, _WHOLE_LITERAL, self.chunks, \
+            data.startswith
+        t = now - self.sent
+        texts = 0
+        raw = self._raw  # the template, while no event is left open
+        opening, closing, hlen, clen = raw if raw is not None else _NO_WIRE
+        m = size_line(data)
+        while m is not None:
+            start = m.end()
+            end = start + int(m[1], 16)  # the chunk's data: data[start:end], then CRLF
+            if end == start:
+                break  # the last chunk: the parser ends the body
+            lit, stop = start + hlen, end - clen  # the text's literal: data[lit:stop]
+            # (closing ends in the CRLF after the chunk; a literal has at least its `"`)
+            if (raw is not None and lit < stop and starts(opening, start)
+                    and starts(closing, stop) and literal(data, lit, stop) is not None):
+                chunks.append(t)
+                if stop - lit > 1:  # not the empty literal
+                    texts += 1
+            else:  # no template yet (the stream's first chunks), or another event
+                if not self._sse.idle or not starts(b"\r\n", end):
+                    # an event left open by the last chunk (the parser joins the rest of
+                    # the read for feed(), rather than a decoder call a chunk), or a chunk
+                    # this read did not bring whole (or a bad one): the parser's
+                    break
+                if end - start == 14 and starts(b"data: [DONE]\n\n", start):
+                    self.done = True  # what the per-event path makes of it, at once
+                elif not self._events(t, data[start:end]):
+                    self.text_chunks += texts
+                    return -1
+                if self._raw is not raw:  # a template learned, or an event left open
+                    raw = self._raw
+                    opening, closing, hlen, clen = raw if raw is not None else _NO_WIRE
+            at = end + 2
+            if at == n:
+                break
+            m = size_line(data, at)
+        if texts:
+            self.text_chunks += texts
+        if at:
+            self.last = now
+        return at
 
     def end(self) -> None:
         """The body ended as HTTP says it should: was it a whole completion?"""

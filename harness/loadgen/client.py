@@ -145,19 +145,23 @@ def new_session(timeout: float, concurrency: int) -> Session:
 
 
 async def stream(session: Session, url: str, body: bytes, headers: Mapping[str, str],
-                 rec: RequestRecord, t0: float, chat: bool, prompt_tokens: int | None
-                 ) -> float:
+                 rec: RequestRecord, t0: float, chat: bool, prompt_tokens: int | None,
+                 request_id: str | None = None) -> float:
     """Send one request and fill `rec` in place (times relative to `t0`, the phase start).
-    Returns when (monotonic) its last network read arrived: the moment its slot freed."""
+    Returns when (monotonic) its last network read arrived: the moment its slot freed.
+    `request_id`: the X-Request-ID, sent after `headers` (a phase's shared dict, which
+    then carries none); None when `headers` has what the request needs."""
     sent = time.monotonic()
     rec.sent = sent - t0
     reader = ChunkReader(rec, chat, sent)
     to = session.target(url)
     try:
         if to is None:
+            if request_id is not None:
+                headers = {**headers, "X-Request-ID": request_id}
             out = await _via_aiohttp(session.web(), url, body, headers, reader)
         else:
-            out = await session.pool.send(to, headers, body, reader)
+            out = await session.pool.send(to, headers, body, reader, request_id)
     finally:
         reader.close(prompt_tokens)
     if out.stopped:  # the reader failed the stream itself

@@ -147,13 +147,14 @@ class _Phase:
         self.urls = [e.base + client.route(api) for e in self.endpoints]
         self.headers = client.base_headers(tag)
         self.ids = client.RequestIds()
-        cache: dict[tuple[int, int], bytes] = {}
+        # one body per (prompt, max_tokens, endpoint): a spec's other fields are not in it
+        cache: dict[tuple[str, int, int], bytes] = {}
         self.bodies: list[bytes] = []
         self.targets: list[int] = []
         n = len(self.endpoints)
         for i, spec in enumerate(specs):
             k = (spec.doc_id if spec.doc_id >= 0 else i) % n
-            key = (id(spec), k)
+            key = (spec.prompt, spec.max_tokens, k)
             if key not in cache:
                 cache[key] = client.build_body(spec, self.endpoints[k].model, api, extra_body)
             self.bodies.append(cache[key])
@@ -168,13 +169,12 @@ class _Phase:
         spec = self.specs[i]
         rec = RequestRecord(idx=i, instance=self.endpoints[k].instance, doc_id=spec.doc_id,
                             warmup=warmup, scheduled=scheduled)
-        headers = dict(self.headers)
-        headers["X-Request-ID"] = self.ids.next()
         if self.progress is not None:
             self.progress.started()
         try:
-            freed = await client.stream(session, self.urls[k], self.bodies[i], headers, rec,
-                                        self.t0, self.chat, spec.prompt_tokens)
+            freed = await client.stream(session, self.urls[k], self.bodies[i], self.headers,
+                                        rec, self.t0, self.chat, spec.prompt_tokens,
+                                        self.ids.next())
         except asyncio.CancelledError:
             # The phase stopped (timeout, or the store failed): keep what this request
             # got, as failed, without flushing (that would raise a store failure here).

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 from harness.errors import ParseError
 
 _HEX = b"0123456789abcdefABCDEF"
-# a plain chunk-size line (no extension): the fast path's; anything else takes chunk_size
-_SIZE_LINE = re.compile(rb"([0-9a-fA-F]{1,15})\r\n")
+# a plain chunk-size line (no extension): the fast paths' (here and chunks.ChunkReader.take);
+# anything else takes chunk_size
+SIZE_LINE = re.compile(rb"([0-9a-fA-F]{1,15})\r\n")
 MAX_HEAD = 64 * 1024  # status line + headers; aiohttp allows 8190 per line
 MAX_LINE = 8 * 1024  # one chunk-size line or trailer line
 
@@ -60,13 +61,27 @@ def target(url: str) -> Target | None:
 def request_head(path: str, host: str, headers: Mapping[str, str], length: int) -> bytes:
     """A POST's request line and headers, Content-Length last. A CR or LF inside a name or
     value would end the header early and let it inject others: ValueError instead."""
+    return head_start(path, host, headers) + b"Content-Length: %d\r\n\r\n" % length
+
+
+def head_start(path: str, host: str, headers: Mapping[str, str]) -> bytes:
+    """request_head() up to its Content-Length line (a phase's requests share it: see
+    request_head_with_id); ValueError for a CR or LF inside a name or value."""
     text = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-            + f"Content-Length: {length}\r\n\r\n")
-    lines = len(headers) + 4  # request line, Host, Content-Length, the empty line
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items()))
+    lines = len(headers) + 2  # request line, Host
     if text.count("\n") != lines or text.count("\r") != lines or " " in path:
         raise ValueError("a CR, LF or space inside the request line or a header")
     return text.encode()
+
+
+def request_head_with_id(start: bytes, request_id: str, length: int) -> bytes:
+    """head_start()'s bytes, then X-Request-ID and Content-Length: what request_head gives
+    for the same headers with X-Request-ID last, at a fraction of its cost per request."""
+    if "\r" in request_id or "\n" in request_id:
+        raise ValueError("a CR or LF inside the request id")
+    return b"%sX-Request-ID: %s\r\nContent-Length: %d\r\n\r\n" % (
+        start, request_id.encode(), length)
 
 
 def chunk_size(line: bytes) -> int:
@@ -112,6 +127,25 @@ class ResponseParser:
         self._trailer = 0  # trailer bytes seen (bounded like the head)
         self._known: _Known | None = None  # this response's head, once read
         self._like = like._known if like is not None else None  # (no chain of parsers)
+
+    @property
+    def between_chunks(self) -> bool:
+        """In a chunked body, before a chunk-size line, nothing held back: whole chunks
+        may be taken off the next read (see chunks.ChunkReader.take) and the parser left
+        as it is, as if it had read them itself."""
+        return self._mode == _SIZE and not self._buf
+
+    def feed_head(self, data: bytes) -> bytes:
+        """feed() until the final head has been read (`status` set), stopping right after
+        it: the bytes that followed it, still in the body's transfer coding, for feed()
+        (or whole chunks taken elsewhere first, see between_chunks); b"" while the head
+        has not ended (what came is kept). After the head it is feed()'s input as is."""
+        if self._buf:
+            data = self._buf + data
+            self._buf = b""
+        if self._mode != _HEAD:
+            return data
+        return self._head(data)
 
     def feed(self, data: bytes) -> bytes:
         if self._buf:
@@ -262,13 +296,18 @@ class ResponseParser:
         pos, n = 0, len(data)
         mode, left = self._mode, self._left
         if mode == _SIZE:  # fast path: whole chunks, plain size lines (what servers send)
-            match = _SIZE_LINE.match
+            match = SIZE_LINE.match
             m = match(data)
             while m is not None:
                 start = m.end()
                 end = start + int(m[1], 16)
-                if end == start or data[end:end + 2] != b"\r\n":
-                    break  # the last chunk, or one this read did not bring whole
+                if end == start:  # the last chunk: the body ends here without trailers
+                    if not data.startswith(b"\r\n", start):
+                        break  # trailers, or a read that ends before their end
+                    self._finish(data[start + 2:])
+                    return out[0] if len(out) == 1 else b"".join(out)
+                if data[end:end + 2] != b"\r\n":
+                    break  # a chunk this read did not bring whole
                 out.append(data[start:end])
                 pos = end + 2
                 m = match(data, pos)

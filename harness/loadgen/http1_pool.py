@@ -17,17 +17,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, cast
 
 from harness.errors import ParseError
 from harness.loadgen import compat
-from harness.loadgen.http1 import ResponseParser, Target, request_head
+from harness.loadgen.http1 import (
+    ResponseParser,
+    Target,
+    head_start,
+    request_head,
+    request_head_with_id,
+)
 
 CONNECT_CAP = 60.0  # s: a connect waits at most this (within the request's timeout)
 ERROR_BODY = 64 * 1024  # bytes of a non-200 body kept; the rest is read and dropped
 _SMALL = 64 * 1024  # request bodies up to this go out in one write with the head
+_monotonic = time.monotonic  # (each read is stamped with it first thing)
 
 
 class Sink(Protocol):
@@ -37,6 +44,13 @@ class Sink(Protocol):
 
     def feed(self, now: float, data: bytes) -> bool:
         """Take one read's body bytes, stamped `now`; False stops the request."""
+        ...
+
+    def take(self, now: float, data: bytes) -> int:
+        """Whole chunks off the start of a 200's body still in chunked coding (the parser
+        between chunks), stamped `now`, that the sink records itself: the bytes taken
+        (0: none, feed them), or -1 when one of them failed the stream (as feed's
+        False)."""
         ...
 
 
@@ -60,6 +74,9 @@ class _Conn(asyncio.Protocol):
     Its timer is armed once and re-armed only when it fires early: a request moves the
     deadline forward (one float), so the hot path makes and cancels no timer."""
 
+    __slots__ = ("body", "closed", "deadline", "fut", "loop", "parser", "sink", "status",
+                 "take", "timer", "transport")
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.transport: asyncio.Transport | None = None
@@ -70,6 +87,8 @@ class _Conn(asyncio.Protocol):
         self.deadline = 0.0  # monotonic: the request in flight times out then
         self.timer: asyncio.TimerHandle | None = None
         self.status = 0  # the request's status once its head was read
+        # the sink's take while a 200's chunked body is between chunks (else None)
+        self.take: Callable[[float, bytes], int] | None = None
         self.body = bytearray()  # a non-200 answer's body
 
     def usable(self) -> bool:
@@ -87,7 +106,7 @@ class _Conn(asyncio.Protocol):
             fut.set_result(Outcome(time.monotonic(), kind="disconnect",
                                    detail="the connection closed before the request"))
             return fut
-        self.fut, self.sink, self.status = fut, sink, 0
+        self.fut, self.sink, self.status, self.take = fut, sink, 0, None
         self.parser = ResponseParser(self.parser)  # same server: a head it knows
         self.body = bytearray()
         self.deadline = deadline
@@ -101,14 +120,37 @@ class _Conn(asyncio.Protocol):
         return fut
 
     def data_received(self, data: bytes) -> None:
-        now = time.monotonic()
+        now = _monotonic()
+        take = self.take
+        if take is not None:  # the hot path: whole token chunks, recorded by the sink
+            taken = take(now, data)
+            if taken == len(data):
+                return  # (a taken chunk never ends the body: not done)
+            if taken:
+                if taken < 0:  # the sink failed the stream (it said why)
+                    self._end(now, None, "", stopped=True)
+                    return
+                data = data[taken:]
         sink = self.sink
         if sink is None:  # bytes while idle: nothing asked for them
             self._close()
             return
         p = self.parser
+        self.take = None
         try:
-            body = p.feed(data)
+            if not p.status:  # the head, alone: the body after it may be taken below
+                data = p.feed_head(data)
+                if not p.status:
+                    return  # the head has not ended yet
+                self.status = p.status
+                sink.head(p.status)
+                if p.status == 200 and data and p.between_chunks:
+                    taken = sink.take(now, data)
+                    if taken < 0:
+                        self._end(now, None, "", stopped=True)
+                        return
+                    data = data[taken:] if taken else data
+            body = p.feed(data) if data else b""
         except ParseError as exc:  # after a status line (in this read or before): cut
             if p.status and not self.status:
                 self.status = p.status
@@ -116,22 +158,18 @@ class _Conn(asyncio.Protocol):
             self._end(now, "cut" if self.status else "client_error",
                       f"bad HTTP response: {exc.message}")
             return
-        if self.status != 200:  # the head, or an error answer read whole
-            if not p.status:
-                return  # the head has not ended yet
-            if not self.status:
-                self.status = p.status
-                sink.head(p.status)
-            if p.status != 200:
-                if len(self.body) < ERROR_BODY:
-                    self.body += body[:ERROR_BODY - len(self.body)]
-                if p.done:
-                    self._end(now, None, "", reuse=p.keep_alive)
-                return
+        if self.status != 200:  # an error answer: its body kept, up to ERROR_BODY
+            if len(self.body) < ERROR_BODY:
+                self.body += body[:ERROR_BODY - len(self.body)]
+            if p.done:
+                self._end(now, None, "", reuse=p.keep_alive)
+            return
         if body and not sink.feed(now, body):
             self._end(now, None, "", stopped=True)
         elif p.done:
             self._end(now, None, "", reuse=p.keep_alive)
+        elif p.between_chunks:  # the next read's whole chunks go to the sink first
+            self.take = sink.take
 
     def eof_received(self) -> bool | None:
         self.closed = True  # connection_lost follows and ends a request in flight
@@ -142,7 +180,7 @@ class _Conn(asyncio.Protocol):
         if self.sink is None:
             self._close()
             return
-        now = time.monotonic()
+        now = _monotonic()
         if exc is not None:
             detail = f"{type(exc).__name__}: {exc}"
         else:
@@ -167,7 +205,7 @@ class _Conn(asyncio.Protocol):
 
     def _end(self, now: float, kind: str | None, detail: str, *, reuse: bool = False,
              stopped: bool = False) -> None:
-        fut, self.fut, self.sink = self.fut, None, None
+        fut, self.fut, self.sink, self.take = self.fut, None, None, None
         if not reuse:
             self._close()
         if fut is not None and not fut.done():
@@ -187,7 +225,7 @@ class _Conn(asyncio.Protocol):
     def abandon(self) -> None:
         """Close now; a request still waiting on this connection is cancelled (its task
         was, or the pool is closing)."""
-        fut, self.fut, self.sink = self.fut, None, None
+        fut, self.fut, self.sink, self.take = self.fut, None, None, None
         self._close()
         if fut is not None and not fut.done():
             fut.cancel()
@@ -200,16 +238,27 @@ class Pool:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        # the heads' shared start per (path, Host, headers): see send's request_id
+        self._starts: dict[tuple[str, str, tuple[tuple[str, str], ...]], bytes] = {}
         self._all: set[_Conn] = set()
         self.opened = 0  # connections made, for tests and notes
 
     async def send(self, to: Target, headers: Mapping[str, str], body: bytes,
-                   sink: Sink) -> Outcome:
-        """One request; its Outcome says how it ended (never raises but cancellation)."""
-        start = time.monotonic()
+                   sink: Sink, request_id: str | None = None) -> Outcome:
+        """One request; its Outcome says how it ended (never raises but cancellation).
+        `request_id`: its X-Request-ID, sent after `headers` (which then must not carry
+        one); the head up to it is made once per (target, headers), not per request."""
+        start = _monotonic()
         deadline = start + self.timeout
         try:
-            head = request_head(to.path, to.authority, headers, len(body))
+            if request_id is None:
+                head = request_head(to.path, to.authority, headers, len(body))
+            else:
+                key = (to.path, to.authority, tuple(headers.items()))
+                first = self._starts.get(key)
+                if first is None:
+                    first = self._starts[key] = head_start(to.path, to.authority, headers)
+                head = request_head_with_id(first, request_id, len(body))
         except (ValueError, UnicodeError) as exc:
             return Outcome(start, kind="client_error", detail=f"{type(exc).__name__}: {exc}")
         idle = self._idle.setdefault((to.host, to.port), [])
