@@ -52,7 +52,10 @@ EPILOG = """Exit codes: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / 
 prerequisite error.
 
 Start here: `gate demo` runs the whole campaign against a simulated lab;
-`gate init DIR` writes a site config to edit for a real site."""
+`gate init DIR` writes a site config to edit for a real site.
+
+Shell completion: eval "$(_GATE_COMPLETE=bash_source gate)" (zsh_source, fish_source).
+The man page: docs/gate.1 in gate's source (man -l docs/gate.1)."""
 
 
 class LazyGroup(click.Group):

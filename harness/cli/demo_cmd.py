@@ -10,6 +10,7 @@ import click
 
 from harness.cli.common import set_option
 from harness.cli.tables import Cell, Column, console, render, verdict_cell
+from harness.cli.verbose import transport_lines, verbose_option
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
@@ -56,8 +57,9 @@ COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True), Column("ru
               help="Store URL (default: gate.db in the demo's site). GATE_DB is not read: "
                    "a demo never writes into a site's store unless told to.")
 @set_option
+@verbose_option
 def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
-         db_url: str | None, overrides: tuple[str, ...]) -> None:
+         db_url: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
     """Run the campaign against a simulated lab on this machine and render the report.
 
     Runs G1, G2, G3 and G4 in order, each after the one before passed, and stops at the
@@ -67,7 +69,8 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     relative path in a value is relative to that file's directory). Exit code: the
     verdict where the campaign stopped (0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR;
     0 when G1 to G3 pass and the shortened G4 needs only its sign-off), 4 for a bad
-    --set."""
+    --set. -v shows each command the demo's hosts run (a tool answered from a capture is
+    not run) and every check's whole message."""
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer, live_progress
@@ -76,10 +79,10 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
 
     err = stderr_console()
     check_output(Path(out), "--out", directory=True)
-    with live_progress() as live:
+    with live_progress() as live, transport_lines(live.print, verbose):
         result = run_demo(Path(out), scenario, lang, speed or DEMO_SPEED, fmt, overrides,
-                          events=_Shown(live), progress=check_printer(live), say=live.print,
-                          db_url=db_url)
+                          events=_Shown(live), progress=check_printer(live, verbose),
+                          say=live.print, db_url=db_url)
     if result.report_problem:
         err.print(f"report: {result.report_problem}")
     rows: list[list[Cell | str]] = []

@@ -22,6 +22,7 @@ from harness.cli.common import (
     stderr_console,
     stdout_console,
 )
+from harness.cli.verbose import transport_lines, verbose_option
 from harness.errors import EXIT_ERROR
 
 if TYPE_CHECKING:
@@ -64,13 +65,16 @@ def hosts() -> None:
               help="Also probe the arms' endpoints whose engines are up, as `gate probe` "
                    "does: which engine, and what G3 could prove there (informational: "
                    "G3 starts the engines itself).")
+@verbose_option
 @click.pass_obj
 def check(obj: dict[str, object] | None, config_path: str, inventory_path: str | None,
           as_json: bool, names: tuple[str, ...], ask_sudo_pass: bool, timeout: float,
-          engines: bool) -> None:
+          engines: bool, verbose: bool) -> None:
     """Per host: reachable, user, auth method, host key, sudo, python, round-trip time.
 
     Exit 0 when every host is fine, 3 otherwise; each problem says what to do next.
+    A host that does not answer is waited for up to --timeout per attempt (3 attempts);
+    -v shows each connect, retry and command on stderr.
     """
     from harness.transport import hosts_check
 
@@ -80,8 +84,11 @@ def check(obj: dict[str, object] | None, config_path: str, inventory_path: str |
     given = (obj or {}).get("sudo_password")
     password = (getpass.getpass("sudo password: ") if ask_sudo_pass
                 else given if isinstance(given, str) else None)
-    statuses = hosts_check(inventory, known_hosts, names=list(names) or None,
-                           sudo_password=password, connect_timeout=timeout)
+    err = stderr_console()
+    with transport_lines(lambda line: err.print(line, highlight=False, soft_wrap=True),
+                         verbose):
+        statuses = hosts_check(inventory, known_hosts, names=list(names) or None,
+                               sudo_password=password, connect_timeout=timeout)
     all_ok = all(s.ok for s in statuses)
     probed = []
     if engines:

@@ -25,7 +25,7 @@ does not serve."""
 
 
 @click.command("probe", epilog=PROBE_EPILOG)
-@click.argument("urls", nargs=-1, required=True)
+@click.argument("urls", nargs=-1, required=True, metavar="URL|HOST:PORT...")
 @click.option("--model", default=None,
               help="Model to try (default: the first one the server lists).")
 @click.option("--engine", default=None, type=click.Choice(ENGINE_CHOICES),
@@ -38,7 +38,8 @@ does not serve."""
 def probe(urls: tuple[str, ...], model: str | None, engine: str | None, timeout: float,
           config_path: str, as_json: bool) -> None:
     """Which engine answers at each URL (and why we think so), which endpoints answer,
-    what evidence its /metrics can give, and what G3 will be able to prove there."""
+    what evidence its /metrics can give, and what G3 will be able to prove there.
+    `gpu1:8000` without a scheme is http://gpu1:8000, as curl takes it."""
     from harness.errors import EXIT_INCONCLUSIVE
 
     configured, allow_storage = _site_settings(config_path)

@@ -24,8 +24,10 @@ COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR
 REDRAW_HZ = 4.0
 
 
-def check_printer(live: LiveLines | None = None) -> Progress:
-    """One line per stored check; through `live` (above its progress line) when given."""
+def check_printer(live: LiveLines | None = None, verbose: bool = False) -> Progress:
+    """One line per stored check; through `live` (above its progress line) when given.
+    A message is shown when the check did not PASS, cut at 240 characters; `verbose`
+    (-v) shows every check's message, whole."""
     say = live.print if live is not None else stderr_console().print
 
     def show(name: str, host: str | None, verdict: str, message: str) -> None:
@@ -33,7 +35,8 @@ def check_printer(live: LiveLines | None = None) -> Progress:
 
         word = str(getattr(verdict, "value", verdict))
         where = f" [{host}]" if host else ""  # square brackets: escaped, not markup
-        tail = f" - {message[:240]}" if message and word != "PASS" else ""
+        tail = (f" - {message}" if verbose else f" - {message[:240]}") \
+            if message and (verbose or word != "PASS") else ""
         say(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {escape(name + where + tail)}")
 
     return show

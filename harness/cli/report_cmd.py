@@ -14,6 +14,7 @@ from harness.cli.outputs import check_output
 from harness.errors import UsageError
 
 if TYPE_CHECKING:
+    from harness.store import Store
     from harness.store.fleet import Filters
 
 
@@ -34,10 +35,37 @@ def _defaults(ctx: click.Context, config_path: str) -> tuple[str, str, str | Non
     return report.lang, report.format, loaded.logo_uri()
 
 
-def _one_target(run_id: int | None, campaign: str | None, command: str) -> None:
+def _one_target(run_id: int | None, campaign: str | None, command: str,
+                optional: bool = False) -> None:
+    """Exactly one of RUN and --campaign; with `optional` (gate report) neither is also
+    fine: the config's campaign, as `gate status` finds it."""
+    if optional and run_id is None and campaign is None:
+        return
+    if optional and run_id is not None and campaign is not None:
+        raise UsageError("give a run id or --campaign NAME, not both", key=command,
+                         hint=f"`{command}` alone reports the config's campaign")
     if (run_id is None) == (campaign is None):
         raise UsageError("give a run id or --campaign NAME (exactly one)", key=command,
                          hint=f"e.g. `{command} 12` or `{command} --campaign NAME`")
+
+
+def _campaign(store: Store, campaign: str | None, configured: tuple[str, str] | None,
+              config_path: str) -> tuple[str, str]:
+    """(how the store finds it, how it is shown): --campaign; else the config's campaign
+    (`gate report` alone, as `gate status`); else the store's only one."""
+    if campaign is not None:
+        return campaign, campaign
+    if configured is not None:
+        return configured
+    from harness.store.runs import campaign_names
+
+    names = campaign_names(store)
+    if len(names) == 1:
+        return names[0], names[0]
+    raise UsageError(f"give a run id or --campaign NAME: there is no {config_path} here and "
+                     f"the store has {len(names) or 'no'} campaign{'s' if names else ''}",
+                     key="gate report",
+                     hint=f"campaigns: {', '.join(names)}" if names else "run a gate first")
 
 
 def _fleet_target(run_id: int | None, campaign: str | None, fleet: bool,
@@ -83,17 +111,25 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fleet: 
            config_path: str, db_url: str | None) -> None:
     """Render the customer report of RUN, or of a whole campaign (latest run of each gate,
     with trends across earlier runs), or of the fleet (--fleet: every campaign, filtered
-    as `gate fleet`). Prints the written file(s)."""
+    as `gate fleet`). Prints the written file(s).
+
+    With neither RUN nor --campaign: the campaign of the config (gate.yaml here, or -c),
+    else the store's only campaign, as `gate status` reports it."""
     _fleet_target(run_id, campaign, fleet, {"site": site, "customer": customer,
                                             "accelerator": accelerator, "since": since})
     if not fleet:
-        _one_target(run_id, campaign, "gate report")
+        _one_target(run_id, campaign, "gate report", optional=True)
     else:  # a bad date is one line before anything is read
         from harness.cli.fleet_cmd import since_epoch
         from harness.store.fleet import Filters
 
         filters = Filters(site=site, customer=customer, accelerator=accelerator,
                           since=since_epoch(since) if since is not None else None)
+    configured = None
+    if not fleet and run_id is None and campaign is None:
+        from harness.cli.context import campaign_name
+
+        configured = campaign_name(config_path, None)  # a bad config: its line, first
     lang_default, fmt_default, logo = _defaults(ctx, config_path)
     lang, fmt = lang or lang_default, fmt or fmt_default
     if fleet:
@@ -118,12 +154,12 @@ def report(ctx: click.Context, run_id: int | None, campaign: str | None, fleet: 
             paths = render_run_report(store, run_id, check_output(out, "--output"), lang,
                                       fmt, logo=logo)
         else:
-            assert campaign is not None
             from harness.store.runs import resolve_campaign
 
-            resolve_campaign(store, campaign)  # absent, or a bare name in two sites: say so now
-            out = output or store_dir(store) / default_name(campaign=campaign, lang=lang)
-            paths = render_campaign_report(store, campaign, check_output(out, "--output"),
+            key, name = _campaign(store, campaign, configured, config_path)
+            resolve_campaign(store, key)  # absent, or a bare name in two sites: say so now
+            out = output or store_dir(store) / default_name(campaign=name, lang=lang)
+            paths = render_campaign_report(store, key, check_output(out, "--output"),
                                            lang, fmt, logo=logo)
     finally:
         store.close()

@@ -18,11 +18,13 @@ from harness.cli.common import (
 )
 from harness.cli.context import open_config, open_store
 from harness.cli.progress import LiveLines, check_printer, live_progress, outcome_line
+from harness.cli.verbose import transport_lines, verbose_option
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
+    from harness.config.loader import LoadedConfig
     from harness.registry import GateSpec
-    from harness.runner import RunRequest
+    from harness.runner import RunOutcome, RunRequest
 
 
 def _gate_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -35,6 +37,17 @@ def _gate_name(ctx: click.Context, param: click.Parameter, value: str | None) ->
         return gate_spec(value).id
     except UsageError as exc:
         raise click.BadParameter(exc.message + (f"; {exc.hint}" if exc.hint else "")) from None
+
+
+def _gate_ids(ctx: click.Context, param: click.Parameter,
+              incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of a gate argument: the registry's gates."""
+    from click.shell_completion import CompletionItem
+
+    from harness.registry import GATES
+
+    return [CompletionItem(g.id, help=g.title) for g in GATES
+            if g.id.lower().startswith(incomplete.lower())]
 
 
 def _sudo_password() -> str | None:
@@ -51,12 +64,30 @@ def _request(gate: str, config_path: str, overrides: tuple[str, ...], inventory_
     from harness.runner import RunRequest
 
     loaded = open_config(config_path, overrides)
+    _host_keys(loaded, inventory_path)
     store = open_store(db_url)
     return RunRequest(gate=gate, loaded=loaded, store=store,
                       inventory_path=Path(inventory_path) if inventory_path else None,
                       forced=forced, trigger=trigger, pytest_args=pytest_args,
                       suite_dir=Path(suite) if suite else None,
                       sudo_password=_sudo_password())
+
+
+def _host_keys(loaded: LoadedConfig, inventory_path: str | Path | None) -> None:
+    """An SSH host with no key on record is refused before the run: one line, exit 4,
+    nothing recorded (each check touching it would end ERROR on the same cause)."""
+    from harness.config.inventory import load_inventory
+    from harness.errors import UsageError
+    from harness.transport.trust import untrusted_hosts
+
+    known_hosts = loaded.known_hosts_path
+    names = untrusted_hosts(load_inventory(inventory_path or loaded.inventory_path),
+                            known_hosts)
+    if names:
+        raise UsageError(
+            f"no SSH host key on record for {', '.join(names)}", file=str(known_hosts),
+            hint="`gate hosts check` shows the key each presents: compare its fingerprint "
+                 f"with the host's own, then `gate hosts trust {' '.join(names)}`")
 
 
 def _announce(req: RunRequest, live: LiveLines | None = None) -> None:
@@ -71,7 +102,7 @@ def _announce(req: RunRequest, live: LiveLines | None = None) -> None:
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("gate", callback=_gate_name, metavar="GATE")
+@click.argument("gate", callback=_gate_name, metavar="GATE", shell_complete=_gate_ids)
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 @config_option
 @set_option
@@ -84,14 +115,32 @@ def _announce(req: RunRequest, live: LiveLines | None = None) -> None:
               help="Print the phases and an estimated duration; touch no host (G3).")
 @click.option("--suite", hidden=True, default=None,
               help="Run another suite dir as this gate (tests).")
+@verbose_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run's verdict and checks on stdout as JSON (the header, check "
+                   "lines and progress stay on stderr).")
+@click.option("--junit-xml", "junit", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run's checks as JUnit XML (as pytest's --junit-xml), "
+                   "for CI systems; checked before the run starts.")
 def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tuple[str, ...],
         inventory_path: str | None, db_url: str | None, force: bool, scheduled: bool,
-        dry_run: bool, suite: str | None) -> None:
-    """Run one gate. Extra pytest arguments follow `--`: output options (-v, -s, --tb,
+        dry_run: bool, suite: str | None, verbose: bool, as_json: bool,
+        junit: Path | None) -> None:
+    """Run one gate. Extra pytest arguments follow `--`: output options (-s, --tb,
     --log-level ...) and selection (`gate run G3 -- -k TP8`); a run with deselected
     checks is PARTIAL, never PASS, and never satisfies the next gate.
 
+    -v shows each command sent to a host and every check's whole message; --json and
+    --junit-xml FILE give the run to a script or a CI system.
+
     Exit: 0 PASS, 1 STOP-LOSS, 2 INCONCLUSIVE, 3 ERROR, 4 usage / prerequisite."""
+    if dry_run and (as_json or junit):
+        from harness.errors import UsageError
+
+        raise UsageError("--dry-run runs nothing, so there is no run for --json / "
+                         "--junit-xml", key="--dry-run", hint="drop one of them")
+    junit = _junit_path(junit)
     if dry_run:
         from harness.cli.dry_run import print_plan
 
@@ -104,11 +153,37 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if suite:
         stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
                                f"gate's verdict")
-    with live_progress() as live:
-        outcome = run_one(req, progress=check_printer(live))
-    click.echo(outcome_line(req.gate, outcome))
+    with live_progress() as live, transport_lines(live.print, verbose):
+        outcome = run_one(req, progress=check_printer(live, verbose))
+    _ended(req, outcome, as_json, junit)
     _sync(req, outcome.run_id)
     sys.exit(outcome.exit_code)
+
+
+def _junit_path(path: Path | None) -> Path | None:
+    """--junit-xml's file, checked writable before the run (not after hours of it)."""
+    if path is None:
+        return None
+    from harness.cli.outputs import check_output
+
+    return check_output(path, "--junit-xml")
+
+
+def _ended(req: RunRequest, outcome: RunOutcome, as_json: bool, junit: Path | None) -> None:
+    """The run's last line (stdout; stderr with --json, whose stdout is the JSON alone),
+    then its JSON and JUnit XML when asked."""
+    click.echo(outcome_line(req.gate, outcome), err=as_json)
+    if not (as_json or junit):
+        return
+    from harness.cli.common import emit_json
+    from harness.cli.run_output import run_result, write_junit
+
+    result = run_result(req.store, req.gate, outcome)
+    if junit is not None:
+        write_junit(junit, result)
+        click.echo(f"junit xml: {junit}", err=True)
+    if as_json:
+        emit_json(result)
 
 
 def _sync(req: RunRequest, run_id: int) -> None:
@@ -126,21 +201,23 @@ def _sync(req: RunRequest, run_id: int) -> None:
 @set_option
 @inventory_option
 @db_option
-@click.option("--from", "start", callback=_gate_name, default=None,
+@click.option("--from", "start", callback=_gate_name, default=None, shell_complete=_gate_ids,
               help="First gate to run (default: the campaign's first).")
 @click.option("--scheduled", is_flag=True, help="Mark the runs as triggered by a schedule.")
+@verbose_option
 def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
-             db_url: str | None, start: str | None, scheduled: bool) -> None:
-    """Run the gates in order, stopping at the first that is not PASS."""
+             db_url: str | None, start: str | None, scheduled: bool, verbose: bool) -> None:
+    """Run the gates in order, stopping at the first that is not PASS (-v: each command
+    sent to a host and every check's whole message)."""
     from harness.campaign import run_campaign
     from harness.registry import GATES, from_gate
 
     start = start or GATES[0].id
     req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
-    with live_progress() as live:
+    with live_progress() as live, transport_lines(live.print, verbose):
         steps = run_campaign(req, from_gate(start), skip_unbuilt=False,
-                             events=_Shown(req, live), progress=check_printer(live))
+                             events=_Shown(req, live), progress=check_printer(live, verbose))
     last = steps[-1].outcome if steps else None
     code = last.exit_code if last is not None else 0
     if code != 0:
@@ -171,18 +248,27 @@ class _Shown:
 @set_option
 @inventory_option
 @db_option
+@verbose_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run's verdict and checks on stdout as JSON, as `gate run`.")
+@click.option("--junit-xml", "junit", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run's checks as JUnit XML, as `gate run`.")
 def resume(run_id: int, config_path: str, overrides: tuple[str, ...], inventory_path: str | None,
-           db_url: str | None) -> None:
+           db_url: str | None, verbose: bool, as_json: bool, junit: Path | None) -> None:
     """Continue an unfinished run after its last complete repetition (gates that resume:
-    G3)."""
+    G3, G4). -v, --json and --junit-xml as `gate run`."""
+    junit = _junit_path(junit)
     from harness.campaign import resume_request
     from harness.runner import run_gate
 
-    req = resume_request(open_store(db_url), run_id, open_config(config_path, overrides),
+    loaded = open_config(config_path, overrides)
+    _host_keys(loaded, inventory_path)
+    req = resume_request(open_store(db_url), run_id, loaded,
                          Path(inventory_path) if inventory_path else None,
                          sudo_password=_sudo_password())
-    with live_progress() as live:
-        outcome = run_gate(req, progress=check_printer(live))
-    click.echo(outcome_line(req.gate, outcome))
+    with live_progress() as live, transport_lines(live.print, verbose):
+        outcome = run_gate(req, progress=check_printer(live, verbose))
+    _ended(req, outcome, as_json, junit)
     _sync(req, outcome.run_id)
     sys.exit(outcome.exit_code)

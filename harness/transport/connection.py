@@ -2,7 +2,10 @@
 
 Why separate from running commands: connecting is the only place that retries (bounded,
 with backoff, and only when the host did not answer), and every failure here must come
-out as one of the distinct errors a user can act on: unreachable, host key, auth.
+out as one of the distinct errors a user can act on: unreachable, host key, auth. A host
+that is silent (a dropped SYN, a port that accepts and never sends an SSH banner) is said
+while it is waited for, with what is awaited and for how long (a warning after
+PATIENCE_S), so a connect never looks like a hung gate.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +34,7 @@ WINDOW = 16 * 1024 * 1024  # bigger than paramiko's 2 MiB: bulk output flows fas
 DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 PASSPHRASE_ENV = "GATE_SSH_PASSPHRASE"
 TCP_USER_TIMEOUT_MS = 45_000  # unacknowledged data for this long: the link is gone
+PATIENCE_S = 2.0  # a connect step slower than this (or half its wait) is said
 
 
 @dataclass(frozen=True)
@@ -61,37 +66,81 @@ class Connection:
         return self.transport.is_active() and all(t.is_active() for t in self.hops)
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """Which connect attempt this is (said while a silent host is waited for)."""
+
+    number: int = 1
+    of: int = 1
+
+    def words(self) -> str:
+        return f"attempt {self.number} of {self.of}" if self.of > 1 else "one attempt"
+
+
+@contextlib.contextmanager
+def patience(ep: Endpoint, awaited: Callable[[], str], seconds: float,
+             attempt: Attempt) -> Iterator[None]:
+    """While the block runs: after PATIENCE_S (or half the wait, if shorter), a warning
+    naming the host, what it has not done yet (`awaited()`, worded when said) and how
+    long it is waited for at most."""
+    def say() -> None:
+        log.warning("%s: %s; waiting up to %g s (%s)", ep.name, awaited(), seconds,
+                    attempt.words())
+
+    timer = threading.Timer(min(PATIENCE_S, seconds / 2), say)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def open_connection(ep: Endpoint, opts: ConnectOptions) -> Connection:
-    """Connect, retrying only while the host does not answer (attempts, doubling backoff)."""
+    """Connect, retrying only while the host does not answer (attempts, doubling backoff).
+    The last failure says how often and how long the host was tried."""
     delay = opts.backoff
+    began = time.monotonic()
     for attempt in range(1, opts.attempts + 1):
+        log.debug("%s: connecting to %s:%d (up to %g s, %s)", ep.name, ep.hostname, ep.port,
+                  opts.connect_timeout, Attempt(attempt, opts.attempts).words())
         try:
-            return _open(ep, opts)
+            conn = _open(ep, opts, Attempt(attempt, opts.attempts))
         except UnreachableError as exc:
             if attempt == opts.attempts:
-                raise
+                if attempt == 1:
+                    raise
+                raise UnreachableError(
+                    f"{exc.message} ({attempt} attempts in {time.monotonic() - began:.0f} s)",
+                    host=exc.host, stage=exc.stage, hint=exc.hint) from None
             log.info("%s: %s; retrying in %.1fs (attempt %d of %d)", ep.name, exc.message,
                      delay, attempt + 1, opts.attempts)
             time.sleep(delay)
             delay *= 2
+            continue
+        log.debug("%s: connected (%s) in %.2f s", ep.name, conn.auth_method,
+                  time.monotonic() - began)
+        return conn
     raise AssertionError("unreachable")
 
 
-def _open(ep: Endpoint, opts: ConnectOptions) -> Connection:
+def _open(ep: Endpoint, opts: ConnectOptions, attempt: Attempt = Attempt()) -> Connection:
     hops: list[paramiko.Transport] = []
     try:
         via: paramiko.Transport | None = None
         for hop in ep.jumps:
-            inner = _open(hop, opts) if via is None and hop.jumps else None
+            inner = _open(hop, opts, attempt) if via is None and hop.jumps else None
             if inner is not None:
                 hops += [*inner.hops, inner.transport]
                 via = inner.transport
                 continue
-            t, _ = _handshake(hop, open_socket(hop, via, opts, through=None), opts)
+            sock = open_socket(hop, via, opts, through=None, attempt=attempt)
+            t, _ = _handshake(hop, sock, opts, attempt)
             hops.append(t)
             via = t
-        sock = open_socket(ep, via, opts, through=ep.jumps[-1] if ep.jumps else None)
-        t, method = _handshake(ep, sock, opts)
+        sock = open_socket(ep, via, opts, through=ep.jumps[-1] if ep.jumps else None,
+                           attempt=attempt)
+        t, method = _handshake(ep, sock, opts, attempt)
         return Connection(t, method, hops)
     except BaseException:
         for t in reversed(hops):
@@ -127,11 +176,15 @@ Sock = socket.socket | paramiko.Channel | paramiko.ProxyCommand
 
 
 def open_socket(ep: Endpoint, via: paramiko.Transport | None, opts: ConnectOptions,
-                through: Endpoint | None) -> Sock:
+                through: Endpoint | None, attempt: Attempt = Attempt()) -> Sock:
+    wait = opts.connect_timeout
     if via is not None:
+        jump = through.label() if through else "the jump host"
         try:
-            return via.open_channel("direct-tcpip", (ep.hostname, ep.port), ("127.0.0.1", 0),
-                                    timeout=opts.connect_timeout)
+            with patience(ep, lambda: f"{jump} has not yet reached {ep.hostname}:{ep.port}",
+                          wait, attempt):
+                return via.open_channel("direct-tcpip", (ep.hostname, ep.port),
+                                        ("127.0.0.1", 0), timeout=wait)
         except paramiko.ChannelException as exc:
             raise UnreachableError(
                 f"jump host {through.label() if through else '?'} cannot reach "
@@ -147,13 +200,16 @@ def open_socket(ep: Endpoint, via: paramiko.Transport | None, opts: ConnectOptio
             raise UnreachableError(f"ProxyCommand failed: {exc}", host=ep.name,
                                    stage="connect") from None
     try:
-        sock = socket.create_connection((ep.hostname, ep.port), timeout=opts.connect_timeout)
+        with patience(ep, lambda: f"{ep.hostname}:{ep.port} has not answered the TCP "
+                              "connect yet", wait, attempt):
+            sock = socket.create_connection((ep.hostname, ep.port), timeout=wait)
     except OSError as exc:
-        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        reason = f"no answer in {wait:g} s" if isinstance(exc, TimeoutError) else (
+            exc.strerror or str(exc))
         raise UnreachableError(f"cannot connect to {ep.hostname}:{ep.port}: {reason}",
                                host=ep.name, stage="connect",
-                               hint="check the address / port in the inventory and that "
-                                    "sshd runs") from None
+                               hint="check the address / port in the inventory, that sshd "
+                                    "runs and that no firewall drops the port") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     if hasattr(socket, "TCP_USER_TIMEOUT"):
@@ -174,7 +230,25 @@ def server_key(t: paramiko.Transport, ep: Endpoint) -> paramiko.PKey:
                                hint="check that sshd listens on that port") from None
 
 
-def _handshake(ep: Endpoint, sock: Sock, opts: ConnectOptions) -> tuple[paramiko.Transport, str]:
+def no_banner(ep: Endpoint, waited: float, limit: float) -> UnreachableError:
+    """A port that accepted the TCP connection and sent no SSH banner: silent for the
+    whole wait, or closed at once (another service, a dead sshd)."""
+    how = (f"sent no SSH banner in {limit:g} s" if waited >= 0.9 * limit
+           else "closed it without an SSH banner")
+    return UnreachableError(f"{ep.hostname}:{ep.port} accepted the connection but {how}",
+                            host=ep.name, stage="handshake",
+                            hint="check that sshd, not another service, listens on that port")
+
+
+def silent(t: paramiko.Transport, ep: Endpoint) -> str:
+    """What the SSH handshake still waits for, worded for the operator."""
+    if not t.remote_version:
+        return f"{ep.hostname}:{ep.port} accepted the connection but has sent no SSH banner"
+    return f"{ep.hostname}:{ep.port} ({t.remote_version}) has not finished the key exchange"
+
+
+def _handshake(ep: Endpoint, sock: Sock, opts: ConnectOptions,
+               attempt: Attempt = Attempt()) -> tuple[paramiko.Transport, str]:
     t = paramiko.Transport(sock, default_window_size=WINDOW)
     try:
         t.banner_timeout = opts.connect_timeout
@@ -185,12 +259,18 @@ def _handshake(ep: Endpoint, sock: Sock, opts: ConnectOptions) -> tuple[paramiko
             sec = t.get_security_options()
             sec.key_types = [a for a in preferred if a in sec.key_types] + [
                 a for a in sec.key_types if a not in preferred]
+        began = time.monotonic()
         try:
-            t.start_client(timeout=opts.connect_timeout)
+            with patience(ep, lambda: silent(t, ep), opts.connect_timeout, attempt):
+                t.start_client(timeout=opts.connect_timeout)
         except (paramiko.SSHException, EOFError, OSError) as exc:
+            if not t.remote_version and "banner" in str(exc):
+                raise no_banner(ep, time.monotonic() - began, opts.connect_timeout) from None
             raise UnreachableError(f"SSH handshake with {ep.hostname}:{ep.port} failed: "
                                    f"{exc or type(exc).__name__}", host=ep.name,
                                    stage="handshake") from None
+        if not t.remote_version:  # start_client gave up waiting: no banner in time
+            raise no_banner(ep, time.monotonic() - began, opts.connect_timeout)
         opts.known_hosts.verify(ep.name, ep.hostname, ep.port, server_key(t, ep))
         method = _authenticate(t, ep, opts)
         t.set_keepalive(opts.keepalive)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,12 +28,16 @@ from harness.errors import (
 )
 from harness.transport.base import Transport, WrappedTransport
 from harness.transport.connection import (
+    Attempt,
     ConnectOptions,
+    no_banner,
     open_connection,
     open_socket,
+    patience,
     server_key,
+    silent,
 )
-from harness.transport.endpoint import DEFAULT_SSH_CONFIG, resolve
+from harness.transport.endpoint import DEFAULT_SSH_CONFIG, Endpoint, resolve
 from harness.transport.hostkeys import KnownHosts
 from harness.transport.pool import USER_KNOWN_HOSTS, connect
 from harness.transport.ssh import SSHTransport
@@ -64,11 +69,17 @@ def trust_host(spec: HostSpec, known_hosts: Path, *, replace: bool = False,
         t = paramiko.Transport(sock)
         try:
             t.banner_timeout = connect_timeout
+            began = time.monotonic()
             try:
-                t.start_client(timeout=connect_timeout)
+                with patience(ep, lambda: silent(t, ep), connect_timeout, Attempt()):
+                    t.start_client(timeout=connect_timeout)
             except (paramiko.SSHException, EOFError, OSError) as exc:
+                if not t.remote_version:
+                    raise no_banner(ep, time.monotonic() - began, connect_timeout) from None
                 raise TransportError(f"SSH handshake failed: {exc}", host=spec.name,
                                      stage="handshake") from None
+            if not t.remote_version:
+                raise no_banner(ep, time.monotonic() - began, connect_timeout)
             key = server_key(t, ep)
         finally:
             t.close()
@@ -182,6 +193,31 @@ def _probe(t: Transport, status: HostStatus, sudo_password: bool) -> None:
         status.sudo = "denied"
         status.problems.append(f"{status.user} may not use sudo here: "
                                f"{with_pw.stderr.strip()[-200:]} -> add the user to sudoers")
+
+
+def untrusted_hosts(inventory: Inventory, known_hosts: Path, *,
+                    ssh_config: Path | None = DEFAULT_SSH_CONFIG,
+                    user_known_hosts: Path | None = USER_KNOWN_HOSTS) -> list[str]:
+    """The SSH hosts of the inventory (their jump hosts too) with no key on record, by
+    name, read from the known_hosts files alone (nothing is connected to).
+
+    Why: every connection to such a host is refused (harness.transport.hostkeys); found
+    before a run, it is one line and `gate hosts trust`, not an attempt whose every check
+    ends ERROR on the same cause."""
+    keys = KnownHosts(site=known_hosts, user=user_known_hosts)
+    found: list[str] = []
+
+    def visit(ep: Endpoint) -> None:
+        for hop in ep.jumps:
+            visit(hop)
+        if not keys.lookup(ep.hostname, ep.port)[0] and ep.name not in found:
+            found.append(ep.name)
+
+    for name in sorted(inventory.hosts):
+        spec = inventory.hosts[name]
+        if not spec.is_local:
+            visit(resolve(spec, ssh_config=ssh_config, inventory_hosts=inventory.hosts))
+    return found
 
 
 def hosts_check(inventory: Inventory, known_hosts: Path, *, names: Sequence[str] | None = None,
