@@ -39,9 +39,16 @@ def show(config_path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 @config_option
 @set_option
 @inventory_option
-def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str | None) -> None:
-    """The config, the inventory, every group a gate needs and every host the layouts and
-    arms name: exit 0 when a run would start, else one line naming what to fix (exit 4)."""
+@click.option("--hosts", "connect", is_flag=True,
+              help="Also connect to every host, as `gate hosts check` (exit 3 when one has "
+                   "a problem).")
+@click.pass_context
+def validate(ctx: click.Context, config_path: str, overrides: tuple[str, ...],
+             inventory_path: str | None, connect: bool) -> None:
+    """The config, the inventory, every group a gate needs, every host the layouts and
+    arms name, and every var the arms pass to a shipped playbook: exit 0 when a run would
+    start, else one line naming what to fix (exit 4). Settings weaker than the defaults
+    are listed under their gate: a PASS with them needs a reviewer's sign-off."""
     from harness.config.inventory import load_inventory
     from harness.errors import UsageError
     from harness.registry import GATES
@@ -72,3 +79,13 @@ def validate(config_path: str, overrides: tuple[str, ...], inventory_path: str |
                 exc.file = str(loaded.path)  # what it names is the config's
             raise
         click.echo(f"{spec.id}: ok" + (f" ({said})" if said else ""))
+        weakened = suite_hooks(spec.id).weakened
+        for line in weakened(cfg) if weakened is not None else []:
+            said = line.removesuffix(" (weaker: needs a reviewer's sign-off)")
+            click.echo(f"  needs a reviewer's sign-off: {said}")
+    if connect:
+        from harness.cli.hosts_cmd import check
+
+        ctx.invoke(check, config_path=config_path, inventory_path=inventory_path,
+                   as_json=False, names=(), ask_sudo_pass=False, timeout=10.0,
+                   engines=False, verbose=False)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from harness.config.models import SiteConfig
+from harness.config.template_examples import EXAMPLE_HEADER, EXAMPLE_SITE, EXAMPLES
 
 HEADER = """\
 # gate site config, written by `gate init`: every key with its default and what it does.
@@ -258,41 +259,6 @@ COMMENTS: dict[str, str] = {
               "null: detected from the server's answers (docs/engines.md)",
 }
 
-# Values a site fills in, and the sections without a useful default, as YAML lines.
-EXAMPLES: dict[str, list[str]] = {
-    "gates.g3.evidence.devices": ["[nvme1n1]"],
-    "gates.g3.evidence.kv_volume": ["{path: /mnt/fx100/kv, mount: /mnt/fx100}"],
-    "site.name": ["acme-sh-dc2"],
-    "site.customer": ["ACME"],
-    "site.vendor": ["FlashCo"],
-    "campaign.name": ["fx100-2026q4"],
-    "model.name": ["Qwen/Qwen2.5-32B-Instruct"],
-    "arms": [
-        "baseline:                    # no accelerator: the engine recomputes",
-        "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: \"off\"}}",
-        "  stop:    {playbook: serve.yml, vars: {action: stop}}",
-        "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: \"off\"}}",
-        "  # The engine's log on each instance's host, fetched after every stop into the",
-        "  # evidence pack (the last MiB of what is new; {layout} {instance} {port} filled):",
-        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
-        "accelerated:                 # KV cache on the accelerator's NVMe-oF tier",
-        "  start:   {playbook: serve.yml, vars: {action: start,   kv_tier: fx100}}",
-        "  stop:    {playbook: serve.yml, vars: {action: stop}}",
-        "  restart: {playbook: serve.yml, vars: {action: restart, kv_tier: fx100}}",
-        "  # The only differences G3 accepts between the arms' running engines (globs over",
-        "  # argv / env / what the server reports; `gate run G3` names any other). Outside",
-        "  # the accelerator's documented knobs a pattern needs a reviewer's sign-off:",
-        "  differs_by: [\"argv:--kv-transfer-config\", \"env:LMCACHE_*\"]",
-        "  logs: [\"/var/log/vllm/{layout}-{instance}.log\"]",
-    ],
-    "gates.g2.gdsio": ["null  # e.g. {path: /mnt/fx100/gate-test, read_gib_s: 12.0, size: 4G, "
-                       "io_size: 1M, threads: 4, seconds: 30, gpu: 0}"],
-    "layouts": [
-        "- {name: TP8,   tp: 8, instances: [{host: gpu1, port: 8000}]}",
-        "- {name: TP4x2, tp: 4, instances: [{host: gpu1, port: 8000}, {host: gpu1, port: 8001}]}",
-    ],
-}
-
 
 def _section(field: FieldInfo) -> type[BaseModel] | None:
     """The model a field holds when it is written as a nested section, else None."""
@@ -376,47 +342,6 @@ def template(values: Mapping[str, list[str]] | None = None, header: str = HEADER
     _write(SiteConfig, "", 0, out, {**EXAMPLES, **(values or {})})
     return header + "\n".join(out) + "\n"
 
-
-# examples/site/: the realistic site of hosts.ini (two 8-GPU nodes, an NVMe-oF target, a
-# load client, a bastion), written from the same template with these values on top.
-EXAMPLE_SITE: dict[str, list[str]] = {
-    "site.location": ["Shanghai DC2, hall 3"],
-    "gates.g1.bom": [
-        "gpu:",
-        "  gpu:  {model: H100 80GB HBM3, count: 8, min_driver: \"550.54\", min_cuda: \"12.4\"}",
-        "  nvme: {model: PM1743, count: 4, min_capacity_gb: 7680, firmware: GDC7502Q}",
-        "  nic:  {model: MT4129, count: 8, min_rate_gbps: 400}",
-        "  volume: {nqn: \"nqn.2024-01.com.flashco:fx100\", transport: tcp, min_paths: 2}",
-        "  os: {os: \"Ubuntu 22.04\", kernel: \"5.15.\"}",
-        "  software: {python: /opt/vllm/bin/python, packages: {vllm: \"0.25.1\", "
-        "lmcache: \"0.3.9\"}}",
-        "storage:",
-        "  nic: {model: mlx5_core, count: 2, interfaces: [ens1f0, ens1f1], "
-        "min_rate_gbps: 100}",
-    ],
-    "gates.g1.gdscheck": ["/usr/local/cuda/gds/tools/gdscheck"],
-    "gates.g2.fio": [
-        "- name: local-nvme",
-        "  group: gpu",
-        "  path: /mnt/nvme0/gate-fio",
-        "  spec: {seq_read_mbps: 6500, seq_write_mbps: 3500, rand_read_iops: 1000000, "
-        "lat_qd1_p99_us: 120}",
-        "- name: fx100",
-        "  group: gpu",
-        "  path: /mnt/fx100/gate-fio",
-        "  spec: {seq_read_mbps: 12000, seq_write_mbps: 6000, rand_read_iops: 1500000, "
-        "lat_qd1_p99_us: 200}",
-    ],
-    "gates.g2.gdscheck": ["/usr/local/cuda/gds/tools/gdscheck"],
-    "plan.ttft_p50": ["2.0"],
-    "plan.volume": ["fx100"],
-    "report.lang": ["zh"],
-}
-EXAMPLE_HEADER = """\
-# examples/site/gate.yaml: the example site of hosts.ini beside it. Generated, not
-# hand-written: `python scripts/example_site.py` writes it from `gate init`'s template
-# (harness/config/template.py, EXAMPLE_SITE), and a test fails when the two differ.
-"""
 
 
 def example_site() -> str:

@@ -147,6 +147,9 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
     g2 = config.gates.g2
     if g2.serving is not None and config.arms is not None:
         _validate_serving(config, g2.serving)
+        from harness.ansible.playbook_vars import check_arms, playbook_texts
+
+        check_arms(config.arms, playbook_texts(config.arms))
     if (not g2.fio and not g2.gpu_health and not g2.gds and g2.gdsio is None
             and not serving_cells(config)):
         raise UsageError("G2 has nothing to measure", key="gates.g2",

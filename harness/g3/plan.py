@@ -123,6 +123,9 @@ def validate(config: SiteConfig, inventory: Inventory) -> None:
             if action is not None and host != "local" and host not in inventory.hosts:
                 raise UsageError(f"host {host!r} is not in the inventory",
                                  key=f"arms.{arm_name}.{which}.host")
+    from harness.ansible.playbook_vars import check_arms, playbook_texts
+
+    check_arms(config.arms, playbook_texts(config.arms))
     for group in config.gates.g3.drop_caches_on:
         inventory.group(group)
     evidence = config.gates.g3.evidence

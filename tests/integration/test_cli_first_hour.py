@@ -194,3 +194,24 @@ def test_config_show_and_validate(gate_cli: GateRunner, g3_site: Path) -> None:
     hosts.write_text(hosts.read_text().replace("gpu1 ansible_host=10.20.0.11\n", ""))
     line = one_error_line(gate_cli("config", "validate"))
     assert "layouts[0].instances[0].host: host 'gpu1' is not in the inventory" in line
+
+
+def test_the_site_gate_init_writes_validates_and_a_misspelt_playbook_var_is_one_line(
+        gate_cli: GateRunner, site_dir: Path) -> None:
+    """`gate init`'s arms pass serve.yml what it takes (it once passed `kv_tier`, which
+    serve.yml ignores, and no `name`: a run failed on the host). A var serve.yml does not
+    take is one line naming the key and the closest var; a weakened setting is listed
+    under its gate before any run needs the sign-off."""
+    init = gate_cli("init", str(site_dir), "--force")
+    assert init.returncode == 0, init.stderr
+    ok = gate_cli("config", "validate", "--set", "gates.g4.duration=2h")
+    assert ok.returncode == 0, ok.stderr
+    assert "G3: ok" in ok.stdout
+    assert ("G4: ok\n  needs a reviewer's sign-off: gates.g4.duration = 2h (default 72h)\n"
+            in ok.stdout)
+    config = site_dir / "gate.yaml"
+    config.write_text(config.read_text().replace("pidfile: /var/tmp", "pid_file: /var/tmp", 1))
+    line = one_error_line(gate_cli("config", "validate"))
+    assert "gate.yaml: arms.baseline.start.vars.pid_file: serve.yml takes no var " \
+           "'pid_file'" in line
+    assert "did you mean 'pidfile'" in line
