@@ -173,6 +173,8 @@ def _ended(req: RunRequest, outcome: RunOutcome, as_json: bool, junit: Path | No
     """The run's last line (stdout; stderr with --json, whose stdout is the JSON alone),
     then its JSON and JUnit XML when asked."""
     click.echo(outcome_line(req.gate, outcome), err=as_json)
+    if outcome.status == "ABORTED":
+        click.echo(interrupted_hint(req.gate, outcome.run_id), err=True)
     if not (as_json or junit):
         return
     from harness.cli.common import emit_json
@@ -184,6 +186,17 @@ def _ended(req: RunRequest, outcome: RunOutcome, as_json: bool, junit: Path | No
         click.echo(f"junit xml: {junit}", err=True)
     if as_json:
         emit_json(result)
+
+
+def interrupted_hint(gate: str, run_id: int) -> str:
+    """What to do after Ctrl-C / SIGTERM ended a run (ABORTED, everything measured kept)."""
+    from harness.registry import gate_spec
+
+    if gate_spec(gate).resumable:
+        return (f"gate: run {run_id} was interrupted; what it measured is kept: continue it "
+                f"with `gate resume {run_id}`")
+    return (f"gate: run {run_id} was interrupted; what it measured is kept: run it again "
+            f"with `gate run {gate}`")
 
 
 def _sync(req: RunRequest, run_id: int) -> None:
@@ -222,6 +235,8 @@ def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str |
     code = last.exit_code if last is not None else 0
     if code != 0:
         click.echo(f"campaign stopped at {steps[-1].gate.id}")
+    if last is not None and last.status == "ABORTED":
+        click.echo(interrupted_hint(steps[-1].gate.id, last.run_id), err=True)
     sys.exit(code)
 
 

@@ -212,6 +212,9 @@ def test_sigterm_aborts_the_run_and_keeps_results(gate_cli: GateRunner, site_dir
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
+    # G1 does not resume: the console says to run it again (a G3 / G4 says `gate resume 1`)
+    assert "gate: run 1 was interrupted; what it measured is kept: run it again with " \
+           "`gate run G1`" in err
     run = runs_json(gate_cli)[0]
     assert (run["status"], run["verdict"]) == ("ABORTED", "ERROR")
     checks = json.loads(gate_cli("runs", "show", "1", "--json").stdout)["checks"]

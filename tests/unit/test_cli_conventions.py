@@ -61,3 +61,10 @@ def test_verbose_lines_are_the_commands_sent_and_only_warnings_when_off() -> Non
     assert len(lines) == 1 and "gpu9: run echo" in lines[0] and "\\[x]" in lines[0]
     host.run(["echo", "after"])
     assert len(lines) == 1  # the handler is gone with the block
+
+
+def test_an_interrupted_run_says_how_to_continue() -> None:
+    from harness.cli.run_cmd import interrupted_hint
+
+    assert interrupted_hint("G3", 7).endswith("continue it with `gate resume 7`")
+    assert interrupted_hint("G1", 2).endswith("run it again with `gate run G1`")
