@@ -9,12 +9,17 @@ site config (SiteConfig's dump, ~3 KB). Timed on SQLite and, with --pg-url (or a
 throwaway cluster as the tests start one, tests/pg_support), on PostgreSQL.
 Run: .venv/bin/python benchmarks/fleet.py [--campaigns 100] [--repeat 5] [--pg-url URL]
      [--no-pg]
+Each command's CPU seconds are printed too: on cores shared with other jobs its wall time
+is mostly waiting for a core. Run it with bytecode allowed (not PYTHONDONTWRITEBYTECODE=1,
+or with PYTHONPYCACHEPREFIX set), as an installed gate runs: without it each command
+compiles harness's modules again, ~0.2 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -113,15 +118,23 @@ def query(url: str, repeat: int) -> tuple[list[float], int, int]:
     return took, len(selects), len(found)
 
 
+CPU: dict[str, list[float]] = {}  # command label -> CPU seconds (user + sys) of each
+
+
 def command(url: str, repeat: int, *args: str) -> list[float]:
-    """Seconds of each `gate fleet ARGS` in a new process, at 80 columns."""
+    """Seconds of each `gate fleet ARGS` in a new process, at 80 columns; its CPU seconds
+    go to CPU (on 2 cores shared with other jobs the wall time is mostly waiting for a
+    core, the CPU time is what the command costs)."""
     env = {**os.environ, "GATE_DB": url, "COLUMNS": "80"}
-    took = []
+    took, cpu = [], CPU.setdefault(" ".join(args), [])
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "harness", "fleet", *args], env=env,
                              capture_output=True, text=True, check=False)
         took.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if out.returncode != 0:
             sys.exit(f"gate fleet {' '.join(args)}: exit {out.returncode}: {out.stderr}")
     return took
@@ -136,6 +149,7 @@ def measure(label: str, url: str, campaigns: int, repeat: int) -> None:
     assert found == campaigns, (found, campaigns)
     print(f"{label}: query median {statistics.median(took) * 1000:.0f} ms, "
           f"best {min(took) * 1000:.0f} ms; {selects} SELECTs")
+    CPU.clear()
     table, as_json = command(url, repeat), command(url, repeat, "--json")
     worst = max(statistics.median(table), statistics.median(as_json))
     print(f"{label}: `gate fleet` median {statistics.median(table):.2f} s, `--json` "
@@ -146,6 +160,9 @@ def measure(label: str, url: str, campaigns: int, repeat: int) -> None:
     start = command(url, repeat, "--since", "2999-01-01")
     print(f"{label}: of which start-up (`gate fleet --since 2999-01-01`, nothing listed) "
           f"median {statistics.median(start):.2f} s")
+    print(f"{label}: CPU (user + sys) median: `gate fleet` {statistics.median(CPU['']):.2f} s, "
+          f"`--json` {statistics.median(CPU['--json']):.2f} s, start-up "
+          f"{statistics.median(CPU['--since 2999-01-01']):.2f} s")
 
 
 def main() -> None:

@@ -374,9 +374,12 @@ def _finish(req: RunRequest, ctx: GateContext, plugin: GatePlugin, j: _Judged) -
         reason = ("gate.yaml says `simulated: true`, but nothing this run read answered as "
                   "simulated: a real site's PASS cannot rest on the simulated lab's rules "
                   "(remove `simulated:` from gate.yaml and run again)")
+    # An interrupted run is finalised as ABORTED with what it measured so far: its
+    # measured content changed as `gate runs abort` changes it, so its revision goes up
+    # with it, once (finish_run touches a RUNNING run only), and `gate sync` sends it again.
     store_runs.finish_run(req.store, ctx.run_id, verdict=verdict.value, reason=reason,
                           status=status, partial=partial, selected=selected, total=total,
-                          needs_signoff=needs_signoff)
+                          needs_signoff=needs_signoff, revise=j.interrupted)
     return RunOutcome(run_id=ctx.run_id, verdict=verdict, reason=reason, status=status,
                       partial=partial, needs_signoff=needs_signoff, checks=len(tally.outcomes),
                       extra={"started": time.time()})

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, ExceptionContext, make_url
@@ -39,9 +40,9 @@ from harness.errors import (
     StoreUrlError,
 )
 from harness.store.frozen import GuardedConnection, frozen_reason, on_checkout, on_connect
+from harness.store.heads import MIGRATIONS, quick_head
 
 DEFAULT_URL = "sqlite:///./gate.db"
-MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT = 30  # seconds a `gate` waits for another one's write lock
 
 RESTORE_HINT = "restore it from a backup"
@@ -77,6 +78,36 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # build): a store truncated under a mapping is a SIGBUS instead of an error.
     cur.execute("PRAGMA mmap_size=0")
     cur.close()
+
+
+def _read_only_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    """A store on read-only media: no journal mode switched (a write), reads only."""
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA mmap_size=0")
+    cur.execute("PRAGMA query_only=ON")
+    cur.close()
+
+
+def read_only_uri(path: Path) -> str | None:
+    """The SQLite URI to open an existing store through when this process cannot write
+    its file or its directory (a read-only medium, an archive, chattr +i), else None.
+
+    Opened normally, SQLite fails there before the first read: it switches the journal
+    to WAL and creates the -wal / -shm files beside the store. `mode=ro` reads without
+    writing; when there is no -shm and no -wal holding pages (no connection has the store
+    open, and nothing left to fold back) in a directory that cannot take one,
+    `immutable=1` as well, since SQLite cannot read a WAL-mode file there otherwise (no
+    one else can write it there either; a -wal with pages is left to SQLite, which says
+    it cannot open it rather than read the store without them)."""
+    directory = path.parent
+    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+        return None
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    settled = not shm.exists() and (not wal.exists() or wal.stat().st_size == 0)
+    immutable = "&immutable=1" if settled and not os.access(directory, os.W_OK) else ""
+    return f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro{immutable}&uri=true"
 
 
 def _wal(cur: Any) -> None:
@@ -207,7 +238,9 @@ def make_engine(url: str) -> Engine:
                 if not parent.is_dir():
                     raise StoreUrlError(f"directory {parent} does not exist")
                 args["factory"] = GuardedConnection
-            engine = create_engine(url, connect_args=args)
+            path_db = Path(db or "").expanduser()
+            read_only = read_only_uri(path_db) if file_db and path_db.is_file() else None
+            engine = create_engine(read_only or url, connect_args=args)
             if file_db:
                 path = _describe(url)
 
@@ -218,7 +251,8 @@ def make_engine(url: str) -> Engine:
 
                 event.listen(engine, "connect", named)  # before the pragmas below
                 event.listen(engine, "checkout", on_checkout)
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect",
+                         _read_only_pragmas if read_only else _sqlite_pragmas)
         else:
             engine = create_engine(parsed, pool_pre_ping=True)
     except NoSuchModuleError:
@@ -286,9 +320,15 @@ def _lock_for_migration(conn: Connection) -> None:
 def upgrade(engine: Engine, url: str) -> str:
     """Apply pending migrations; refuse a store from a newer harness.
 
-    Checked without a lock first (a store at head, the usual case, opens read-only);
-    a store that needs migrating is re-checked and migrated under `_lock_for_migration`.
+    Checked without a lock first (a store at head, the usual case, opens read-only and
+    without importing Alembic); a store that needs migrating, or is newer, is re-checked by
+    Alembic's own reading of the migrations and migrated under `_lock_for_migration`.
     """
+    quick = quick_head()
+    if quick is not None:
+        with engine.connect() as conn:
+            if _revision(conn) == quick:
+                return quick  # at head: no Alembic imported (harness.store.heads)
     from alembic import command
 
     revs, head = known_revisions()

@@ -33,7 +33,7 @@ from sqlalchemy.exc import ArgumentError, DataError, IntegrityError
 
 from harness.errors import SchemaTooNewError, UsageError
 from harness.store.db import Store, _describe, _masked, absent_file, known_revisions
-from harness.store.sync_requests import RowError
+from harness.store.pgcopy import RowError
 from harness.store.sync_rows import (
     RUN_LOCAL,
     copy_measured,

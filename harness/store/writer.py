@@ -1,18 +1,28 @@
 """Measurement writers: benchmarks, request rows and series samples.
 
-Request rows go in through the driver's executemany in batches (COPY on PostgreSQL), so a
-G4 soak's million rows cost seconds, and a killed process loses at most one batch.
+Request rows go in through the driver's executemany in batches (binary COPY on
+PostgreSQL, packed by harness.store.pgcopy), so a G4 soak's million rows cost seconds, and
+a killed process loses at most one batch.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import String, Table, insert, select, text, update
+from sqlalchemy import Connection, String, Table, insert, select, update
 
 from harness.store.db import Store
+from harness.store.pgcopy import (
+    DuplicateRow,
+    binary_matches,
+    copy_in,
+    is_psycopg,
+    pack_rows,
+    packer,
+)
 from harness.store.schema import BenchmarkRow, CellRow, RequestRow, SeriesRow
 
 REQUEST_COLUMNS = (
@@ -20,6 +30,9 @@ REQUEST_COLUMNS = (
     "prompt_tokens", "output_tokens", "usage_reported", "status", "error_kind", "error",
     "chunks", "finish_reason",
 )
+
+
+COPY_BLOCK = 2000  # rows packed per block of a PostgreSQL COPY (see _blocks)
 
 
 def _table(row: type[Any]) -> Table:
@@ -52,10 +65,11 @@ def insert_requests(store: Store, benchmark_id: int, rows: Iterable[Mapping[str,
                     batch: int = 20000) -> int:
     """Bulk-insert request dicts (keys from REQUEST_COLUMNS; missing ones take defaults);
     see insert_request_values."""
-    defaults = {"instance": 0, "warmup": False, "usage_reported": True}
-    return insert_request_values(
-        store, benchmark_id,
-        (tuple(row.get(c, defaults.get(c)) for c in REQUEST_COLUMNS) for row in rows), batch)
+    base = {**dict.fromkeys(REQUEST_COLUMNS), "instance": 0, "warmup": False,
+            "usage_reported": True}
+    values = itemgetter(*REQUEST_COLUMNS)  # one C call a row, not a .get per column
+    return insert_request_values(store, benchmark_id, (values({**base, **row}) for row in rows),
+                                 batch)
 
 
 def insert_request_values(store: Store, benchmark_id: int, rows: Iterable[tuple[Any, ...]],
@@ -63,50 +77,57 @@ def insert_request_values(store: Store, benchmark_id: int, rows: Iterable[tuple[
     """Bulk-insert request rows, each a tuple in REQUEST_COLUMNS order (the load
     generator's writer thread builds them straight from its records: at saturation a
     dict per request, then a tuple from it, cost ~3 us of the client's ~140 per request).
+    Returns how many rows were stored.
 
-    Rows go through the driver's executemany with positional tuples: SQLAlchemy's
-    per-row parameter processing costs ~3x more, and a G4 run stores millions of rows.
-    On PostgreSQL (psycopg) they go through binary COPY instead: psycopg's executemany
-    makes ~16 k rows/s, text COPY ~43 k, binary COPY ~90 k (SQLite ~115 k), the dumpers
-    chosen once from the column types instead of per value.
+    A row whose (benchmark, idx) the benchmark holds already is not stored again (the
+    request's natural key, migration 0009): a pull resumed or a batch re-sent stores each
+    request once, and the first stored copy stays.
+    SQLite: the driver's executemany with positional tuples and ON CONFLICT DO NOTHING
+    (SQLAlchemy's per-row parameter processing costs ~3x more, and a G4 run stores
+    millions of rows). PostgreSQL (psycopg): binary COPY packed by harness.store.pgcopy,
+    as `gate sync` copies them (psycopg's own dumpers cost ~10 µs a row, its executemany
+    ~60); COPY cannot skip a conflict, so a batch it refuses for a duplicate is sent again
+    without the rows already stored.
     Each batch is its own transaction, so a killed process loses at most one batch.
     """
     columns = ("benchmark_id", *REQUEST_COLUMNS)
-    n = 0
-    buf: list[tuple[Any, ...]] = []
     with store.engine.connect() as probe:
+        copy = is_psycopg(probe) and binary_matches(probe, columns)
         marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(probe.dialect.paramstyle)
-        dialect, driver = probe.dialect.name, probe.dialect.driver
     names, placeholders = ", ".join(columns), ", ".join([marker or "?"] * len(columns))
-    sql = f"INSERT INTO request ({names}) VALUES ({placeholders})" if marker else None
+    sql = (f"INSERT INTO request ({names}) VALUES ({placeholders}) "
+           f"ON CONFLICT (benchmark_id, idx) DO NOTHING")
+    pack = packer(columns) if copy else None
 
-    types = _copy_types(store, columns) if (dialect, driver) == ("postgresql", "psycopg") \
-        else None
-    copy_sql = f"COPY request ({names}) FROM STDIN (FORMAT BINARY)"
-
-    def flush() -> None:
-        if not buf:
-            return
+    def flush(buf: list[tuple[Any, ...]]) -> int:
+        if pack is not None:  # PostgreSQL: binary COPY (benchmarks/store_pg.py)
+            try:
+                with store.engine.begin() as conn:
+                    copy_in(conn, columns, _blocks(pack, buf))
+                return len(buf)
+            except DuplicateRow:
+                with store.engine.begin() as conn:
+                    fresh = _not_stored(conn, benchmark_id, buf)
+                    if fresh:
+                        copy_in(conn, columns, _blocks(pack, fresh))
+                return len(fresh)
         with store.engine.begin() as conn:
-            if types is not None:  # PostgreSQL: binary COPY (benchmarks/store_pg.py)
-                raw = conn.connection.driver_connection
-                assert raw is not None
-                with raw.cursor() as cur, cur.copy(copy_sql) as out:
-                    out.set_types(types)
-                    for r in buf:
-                        out.write_row(r)
-            elif sql is not None:
-                conn.exec_driver_sql(sql, buf)
-            else:  # a driver with named parameters: the portable (slower) Core path
+            if marker:
+                return max(conn.exec_driver_sql(sql, buf).rowcount, 0)
+            # a driver with named parameters: the portable (slower) Core path
+            fresh = _not_stored(conn, benchmark_id, buf)
+            if fresh:
                 conn.execute(insert(_table(RequestRow)),
-                             [dict(zip(columns, r, strict=True)) for r in buf])
-        buf.clear()
+                             [dict(zip(columns, r, strict=True)) for r in fresh])
+            return len(fresh)
 
     # The bounded text columns (what an engine says, e.g. finish_reason) are cut to their
     # length on every backend: PostgreSQL refuses a longer value (and with it the whole
     # COPY batch) where SQLite would keep it.
     bounded = [(columns.index(c.name), c.type.length) for c in _table(RequestRow).columns
                if isinstance(c.type, String) and c.type.length and c.name in columns]
+    n = 0
+    buf: list[tuple[Any, ...]] = []
     for row in rows:
         values = (benchmark_id, *row)
         for i, limit in bounded:
@@ -114,23 +135,36 @@ def insert_request_values(store: Store, benchmark_id: int, rows: Iterable[tuple[
             if v is not None and len(v) > limit:
                 values = (*values[:i], str(v)[:limit], *values[i + 1:])
         buf.append(values)
-        n += 1
         if len(buf) >= batch:
-            flush()
-    flush()
+            n += flush(buf)
+            buf = []
+    if buf:
+        n += flush(buf)
     return n
 
 
-def _copy_types(store: Store, columns: tuple[str, ...]) -> list[str]:
-    """The server's type of each request column, as binary COPY needs them named: read
-    from the catalog, so a migration that changes a column's type cannot desynchronise
-    this from the table."""
-    with store.engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT column_name, udt_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = 'request'"))
-        found = {str(name): str(kind) for name, kind in rows}
-    return [found[c] for c in columns]
+def _blocks(pack: Callable[[Sequence[Any]], bytes],
+            rows: list[tuple[Any, ...]]) -> Iterator[bytes]:
+    """A batch packed a block at a time as COPY asks for it: the server takes in one block
+    while the next is packed (one block per batch left the two cores taking turns)."""
+    for start in range(0, len(rows), COPY_BLOCK):
+        yield pack_rows(pack, rows[start:start + COPY_BLOCK])
+
+
+def _not_stored(conn: Connection, benchmark_id: int,
+                rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`rows` (benchmark_id, idx, ...) without those whose idx the benchmark holds or
+    that an earlier row of `rows` has: each request once, the first copy kept."""
+    idxs = [r[1] for r in rows]
+    seen = set(conn.scalars(select(RequestRow.idx).where(
+        RequestRow.benchmark_id == benchmark_id, RequestRow.idx >= min(idxs),
+        RequestRow.idx <= max(idxs))))
+    fresh = []
+    for r in rows:
+        if r[1] not in seen:
+            seen.add(r[1])
+            fresh.append(r)
+    return fresh
 
 
 def stored_idx(store: Store, benchmark_id: int) -> set[int]:

@@ -144,7 +144,8 @@ def test_the_benchmark_runs_at_a_tiny_size(tmp_path: Path, pg_url: str) -> None:
         rf"query median {n} ms, best {n} ms; 6 SELECTs",
         rf"`gate fleet` median {n} s, `--json` {n} s; goal <= 1 s -> ratio {n}",
         rf"of which start-up \(`gate fleet --since 2999-01-01`, nothing listed\) "
-        rf"median {n} s")]
+        rf"median {n} s",
+        rf"CPU \(user \+ sys\) median: `gate fleet` {n} s, `--json` {n} s, start-up {n} s")]
     rows = out.stdout.splitlines()
     assert len(rows) == len(expected) + 1, out.stdout
     for pattern, row in zip(expected, rows, strict=False):

@@ -113,12 +113,23 @@ def test_read_only_store_reads_and_refuses_writes_in_one_line(tmp_path: Path) ->
         assert line == (f"gate: error: {db}: cannot write: gate.db is immutable (chattr +i) "
                         "(undo that (chattr -i / remount rw), or point --db / GATE_DB at "
                         "another store)")
-    fresh = tmp_path / "sub"
+    # read-only media: the file and its directory, where SQLite can make no -wal / -shm
+    # (opened with mode=ro and immutable=1: harness.store.db.read_only_uri)
+    fresh, out = tmp_path / "sub", tmp_path / "out"
     fresh.mkdir()
+    out.mkdir()
     db = real_store(fresh)
-    with immutable(fresh):  # the directory: SQLite cannot make gate.db-wal / -shm
-        line = one_error_line(gate(db, "runs", "list"))
-        assert line.startswith(f"gate: error: {db}: cannot open it (SQLITE_CANTOPEN) ")
+    with immutable(db, fresh):
+        for args in (("status", "--campaign", "bench"),
+                     ("report", "1", "--format", "html", "-o", str(out / "r.html")),
+                     ("export", "1", "-o", str(out / "pack.tar.gz"))):
+            done = gate(db, *args)
+            assert done.returncode == 0, (args, done.stderr)
+        assert json.loads(gate(db, "runs", "show", "1", "--json").stdout)["id"] == 1
+        line = one_error_line(gate(db, "import", "vllm-bench", str(RESULT)))
+        assert line.startswith(f"gate: error: {db}: cannot write: gate.db is immutable"), line
+        assert sorted(p.name for p in fresh.iterdir()) == ["gate.db"]
+    assert sorted(p.name for p in out.iterdir()) == ["pack.tar.gz", "r.html"]
 
 
 @pytest.mark.slow
