@@ -24,19 +24,40 @@ COLOURS = {"PASS": "green", "STOP-LOSS": "red", "INCONCLUSIVE": "yellow", "ERROR
 REDRAW_HZ = 4.0
 
 
+MESSAGE_CHARS = 240  # a check line's message, unless -v
+
+
+def shorten(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """`message` within `limit` characters, keeping what it says to do (the part after its
+    last " -> ") whole: the middle of the cause goes, never the fix."""
+    if len(message) <= limit:
+        return message
+    cause, arrow, fix = message.rpartition(" -> ")
+    if arrow and len(fix) < limit // 2:
+        return f"{cause[:limit - len(fix) - 8].rstrip()} ... -> {fix}"
+    return message[:limit - 3].rstrip() + "..."
+
+
 def check_printer(live: LiveLines | None = None, verbose: bool = False) -> Progress:
     """One line per stored check; through `live` (above its progress line) when given.
-    A message is shown when the check did not PASS, cut at 240 characters; `verbose`
-    (-v) shows every check's message, whole."""
+    A message is shown when the check did not PASS (shortened, its fix kept: `shorten`);
+    `verbose` (-v) shows every check's message, whole. A cause said by an earlier check
+    is said once: later checks it hit name that check instead (an unreachable host fails
+    every check on it with the same words)."""
     say = live.print if live is not None else stderr_console().print
+    first: dict[str, str] = {}  # message -> the check that said it first
 
     def show(name: str, host: str | None, verdict: str, message: str) -> None:
         from rich.markup import escape
 
         word = str(getattr(verdict, "value", verdict))
         where = f" [{host}]" if host else ""  # square brackets: escaped, not markup
-        tail = (f" - {message}" if verbose else f" - {message[:240]}") \
-            if message and (verbose or word != "PASS") else ""
+        tail = ""
+        if message and (verbose or word != "PASS"):
+            said = first.setdefault(message, name + where)
+            tail = (f" - {message if verbose else shorten(message)}"
+                    if said == name + where or word == "PASS"
+                    else f" - the same cause as {said}")
         say(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {escape(name + where + tail)}")
 
     return show

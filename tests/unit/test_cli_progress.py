@@ -142,3 +142,26 @@ def test_a_redrawn_line_sheds_words_before_its_eta() -> None:
                              "40/64 · 7:15 · ETA 2:10")
     assert fit(line, 79) == "G3 TP8 c=16 accelerated pair 8 (added) measured: 40/64 7:15 ETA 2:10"
     assert fit(line, 40) == "G3 TP8 c=16 accelerated pair 8 (added) …"
+
+
+def test_a_cause_is_said_once_and_a_long_message_keeps_its_fix() -> None:
+    from harness.cli.progress import shorten
+
+    lines: list[str] = []
+
+    class Lines:  # what check_printer asks of LiveLines
+        print = staticmethod(lines.append)
+
+    show = check_printer(Lines())  # type: ignore[arg-type]
+    down = "cannot connect to 10.0.0.5:22: no answer in 10 s -> check the address"
+    show("test_gpus", "gpu1", "ERROR", down)
+    show("test_nvme", "gpu1", "ERROR", down)
+    show("test_nics", "gpu2", "STOP-LOSS", "2 NICs, 8 ordered")
+    lines = [line.replace("\\[", "[") for line in lines]  # rich markup's escapes
+    assert down in lines[0]
+    assert lines[1].endswith("test_nvme [gpu1] - the same cause as test_gpus [gpu1]")
+    assert lines[2].endswith("test_nics [gpu2] - 2 NICs, 8 ordered")
+    long = "x" * 400 + " -> run `gate hosts trust gpu1`"
+    short = shorten(long)
+    assert len(short) <= 240 and short.endswith(" ... -> run `gate hosts trust gpu1`")
+    assert shorten("y" * 300).endswith("...") and len(shorten("y" * 300)) == 240
