@@ -16,8 +16,8 @@ from harness.plan import Comparison, Context
 
 if TYPE_CHECKING:
     from harness.config.loader import LoadedConfig
-    from harness.workflow.plan_g2 import G2Measured
-    from harness.workflow.plan_inputs import WhatIf
+    from harness.plan.g2 import G2Measured
+    from harness.plan.site import WhatIf
 
 EXAMPLE = """\b
 What-if, no site config (the seed's R1 shape at c=16):
@@ -83,7 +83,7 @@ def plan(config_path: str, db_url: str | None, model_config: str | None,
     """The SLA as storage requirements per layout and tier: KV a token, resident
     capacity, peak and averaged read bandwidth, prefill write peak, hot tier, host copy
     without GDS; with G2's results, each against what was measured. Never a gate."""
-    from harness.workflow.plan_inputs import WhatIf
+    from harness.plan.site import WhatIf
 
     what_if = WhatIf(
         layers=layers, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
@@ -148,8 +148,8 @@ def _run(config_path: str, db_url: str | None, what_if: WhatIf, as_json: bool,
     from harness.cli.plan_view import plan_json, render_plan
     from harness.plan import compare
     from harness.plan import plan as plan_tiers
-    from harness.workflow.plan_g2 import measured_for
-    from harness.workflow.plan_inputs import build
+    from harness.plan.g2 import measured_for
+    from harness.plan.site import build
 
     loaded = _site(config_path)
     cfg = loaded.config if loaded is not None else None

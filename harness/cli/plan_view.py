@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.cli.tables import Cell, Column, render
 from harness.plan import Comparison, ModelShape, PlanInput, TierPlan
-from harness.workflow.plan_inputs import Planned
+from harness.plan.site import Planned
 
 STATUS_COLOURS = {"OK": "green", "AT RISK": "yellow", "SHORT": "red"}
 REQUIREMENT = {"read_peak": "read, peak (TTFT)", "read_avg": "read, averaged (throughput)",

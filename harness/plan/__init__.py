@@ -5,7 +5,10 @@ length fix the KV capacity and the prefill write peak, the TTFT and throughput t
 the read bandwidth the cold-recovery path must sustain. `plan` computes them per tier,
 `compare` holds them against what G2 measured (OK / AT RISK / SHORT; never a gate),
 `predicted_ttft_p50` reads the model backwards. Formulas and the seed's R1 worked
-through: docs/plan.md. A library: it imports the foundation and itself only.
+through: docs/plan.md. `site` builds the inputs from flags, a site config and G2's figures
+(`g2`), and `versus` predicts each arm per tier: `gate plan` and G3's report use them
+alike. A library: it imports the foundation, the config models and itself only (never the
+simulator, the store or the workflow).
 """
 
 from harness.plan.compare import Comparison, Measured, Status, compare, judge

@@ -3,7 +3,7 @@
 Every figure carries where it came from (`source`: "SLA", "--prefill-tok-s", "G2 run 3
 TP8-c16", ...) because a plan is only as good as its inputs and the reader must see which
 ones were measured and which were assumed. Validation of what a user typed happens where
-the flag or config key is known (harness.workflow.plan_inputs); here a bad value is a bug.
+the flag or config key is known (harness.plan.site); here a bad value is a bug.
 """
 
 from __future__ import annotations

@@ -78,8 +78,9 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
               customer: str, campaign: str, main: list[RunFrames], badges: list[Badge],
               trends: list[TrendSection], ident: str, not_a_gate: str = "",
               not_a_gate_notes: list[str] | None = None,
-              attempts: list[GateAttempts] | None = None) -> Report:
-    ctx = Context(t=t, fonts=fonts)
+              attempts: list[GateAttempts] | None = None,
+              store: Store | None = None) -> Report:
+    ctx = Context(t=t, fonts=fonts, store=store)
     contributions: list[Contribution] = [builder_for(f.run.gate).build(f, ctx) for f in main]
     criteria: list[Criterion] = [c for x in contributions for c in x.criteria]
     findings: list[Finding] = [f for x in contributions for f in x.findings]
@@ -149,7 +150,7 @@ def build_run_report(store: Store, run_id: int, t: Translator, fonts: Fonts) -> 
     return _assemble(kind="run", t=t, fonts=fonts, title=title, site=r.site,
                      customer=r.customer, campaign=r.campaign, main=[frames], badges=badges,
                      trends=trends, ident=t("footer_run", {"run": r.id}),
-                     attempts=_attempts(store, r.campaign_ref, [frames], t))
+                     attempts=_attempts(store, r.campaign_ref, [frames], t), store=store)
 
 
 def _not_a_gate_report(frames: RunFrames, t: Translator, fonts: Fonts) -> Report:
@@ -186,4 +187,4 @@ def build_campaign_report(store: Store, campaign: str, t: Translator, fonts: Fon
     return _assemble(kind="campaign", t=t, fonts=fonts, title=title, site=info.site,
                      customer=info.customer, campaign=info.name, main=main, badges=badges,
                      trends=trends, ident=t("footer_campaign", {"campaign": info.name}),
-                     attempts=_attempts(store, info.ref, main, t))
+                     attempts=_attempts(store, info.ref, main, t), store=store)

@@ -159,6 +159,16 @@ class G3Layout(Frozen):
     plots: list[Plot] = []
 
 
+class PlanPart(Frozen):
+    """G3's outcome beside what the planner predicted (harness/report/sections/
+    g3_plan.py): a risk shown, never a verdict."""
+
+    title: str
+    lines: list[str] = []  # where the inputs came from, or why nothing is predicted
+    table: Table | None = None  # per layout, tier and arm: predicted, measured, error
+    misses: list[str] = []  # where the model was off, and by how much
+
+
 class G3Section(Section):
     kind: Literal["g3"] = "g3"
     layouts: list[G3Layout] = []
@@ -168,6 +178,7 @@ class G3Section(Section):
     storage_plot: Plot | None = None
     evidence: Table | None = None
     crosschecks: Table | None = None  # devices vs cold KV, engine counts, two clocks
+    plan: PlanPart | None = None  # predicted against measured TTFT p50 (never a verdict)
 
 
 class TrendSection(Frozen):

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loadgen_support.server import free_port
+from engine.llama_server import MODEL, VENV, gate
 
 from harness.loadgen import client
 from harness.loadgen.failures import explain
@@ -33,40 +29,6 @@ from harness.store.runs import runs
 from harness.store.writer import benchmarks
 
 pytestmark = pytest.mark.engine
-
-ROOT = Path(__file__).resolve().parents[2]
-VENV = Path(os.environ.get("GATE_ENGINE_VENV", ROOT / ".engine-venv"))
-MODEL = "gemma-3-270m"
-GATE = [sys.executable, "-m", "harness"]
-
-
-@pytest.fixture(scope="module")
-def engine_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    python, gguf = VENV / "bin" / "python", VENV / "model.gguf"
-    if not (python.exists() and gguf.exists()):
-        pytest.fail(f"no engine venv at {VENV}: run ./scripts/engine-env.sh first")
-    port = free_port()
-    log = tmp_path_factory.mktemp("engine") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-             MODEL, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-             "--n_threads", "2"], stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/v1/models", timeout=5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not come up: {log.read_text()[-2000:]}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def post(url: str, request_id: str) -> tuple[int, bytes]:
@@ -79,12 +41,6 @@ def post(url: str, request_id: str) -> tuple[int, bytes]:
             return r.status, r.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
-
-
-def gate(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GATE_DB": f"sqlite:///{db}", "GATE_CONFIG": str(db.parent / "none")}
-    return subprocess.run([*GATE, *args], capture_output=True, text=True, timeout=600,
-                          env=env, check=False)
 
 
 def test_the_server_refuses_a_request_id_that_is_not_a_uuid(engine_url: str) -> None:

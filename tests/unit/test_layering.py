@@ -300,7 +300,9 @@ GATE_NAMING: dict[str, str] = {
     "harness.registry": "the one list of the gates",
     "harness.config.models": "the gates' config models (their names)",
     "harness.config.soak": "G4's config model",
-    "harness.workflow.plan_g2": "gate plan holds its requirements against G2's figures",
+    # moved from harness.workflow.plan_g2: the G3 report's plan section reads G2's
+    # figures too, and a leaf may not import the workflow
+    "harness.plan.g2": "the planner reads G2's host facts (gate plan, G3's plan section)",
     **{lib: "a gate's own library" for lib in GATE_LIBRARIES},
     "harness.gates": "the gates' suites",
     **{f"harness.report.sections.g{n}": "a gate's report section" for n in range(1, 5)},

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from harness.config.models import SiteConfig
+from harness.plan.g2 import G2Measured, Serving, measured_for, volume_target
+from harness.plan.site import WhatIf, build
 from harness.store.lookups import Fact
-from harness.workflow.plan_g2 import G2Measured, Serving, measured_for, volume_target
-from harness.workflow.plan_inputs import WhatIf, build
 
 BASE: dict[str, Any] = {
     "site": {"name": "s"}, "campaign": {"name": "c"}, "model": {"name": "m"},

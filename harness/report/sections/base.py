@@ -29,6 +29,7 @@ from harness.report.model import (
     Section,
     Table,
 )
+from harness.store.db import Store
 from harness.verdict import RECORDED, SIGNOFF_REASON
 
 
@@ -36,6 +37,9 @@ from harness.verdict import RECORDED, SIGNOFF_REASON
 class Context:
     t: Translator
     fonts: Fonts
+    # the store the report reads: G3's plan section reads G2's figures of the same
+    # campaign (None: a report built without one says it has none)
+    store: Store | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from harness.report import fmt, plots, reasons, simtime
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Finding, G3Layout, G3Section, Plot, Table
-from harness.report.sections import g3_evidence, g3_page1, g3_rules
+from harness.report.sections import g3_evidence, g3_page1, g3_plan, g3_rules
 from harness.report.sections.base import (
     Context,
     Contribution,
@@ -324,7 +324,10 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
         storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
         evidence=g3_evidence.evidence_table(frames, ctx),
-        crosschecks=g3_evidence.crosscheck_table(frames, ctx))
+        crosschecks=g3_evidence.crosscheck_table(frames, ctx),
+        # the planner's prediction beside what was measured: shown, never a verdict
+        plan=g3_plan.plan_part(frames, ctx, req, cell_level, p50_interval, ci_label(
+            t, [cell_level(c) for c in cells.itertuples(index=False)])))
     return Contribution(section=section, criteria=crit,
                         findings=[*findings(frames, t, th, crit),
                                   *g3_page1.weakened_finding(run, t)],
@@ -351,4 +354,5 @@ def metrics(frames: RunFrames, t: Translator) -> list[TrendMetric]:
     return out
 
 
-G3 = SectionBuilder(build=build, metrics=metrics, template="sections/g3.html.j2")
+# g3.html.j2, then the plan part (sections/g3_plan.html.j2)
+G3 = SectionBuilder(build=build, metrics=metrics, template="sections/g3_with_plan.html.j2")

@@ -6,6 +6,12 @@ Precedence, per figure: a flag (a what-if is asked on purpose), then the site co
 `plan:` section, then G2's measurement, then what G3's own settings imply (its TTFT drop
 and throughput gain applied to the baseline); the prefill speed is G2's before the
 configured one (plan.prefill_tok_s is for layouts G2 has not measured).
+
+Why in the planner (pure: a parsed config and G2's figures in, no I/O): `gate plan` and
+the G3 report's plan section build the same inputs from the same config, and the report
+may not import the workflow. Two rules of the serving cells are restated below (which
+layouts G3 runs, how many documents a tier asks) because the planner sits below
+harness.serving; tests/unit/test_plan_site.py holds them equal.
 """
 
 from __future__ import annotations
@@ -16,19 +22,22 @@ from dataclasses import dataclass, replace
 
 from harness.config.models import G3Thresholds, SiteConfig, Workload
 from harness.errors import ConfigError, UsageError
-from harness.plan import (
-    Context,
-    ModelShape,
-    PlanInput,
-    Sourced,
-    TierInput,
-    from_hf_config,
-    plan,
-    predicted_ttft_p50,
-)
-from harness.serving.cells import docs_for
-from harness.serving.cells import layouts as g3_layouts
-from harness.workflow.plan_g2 import G2Measured, Serving
+from harness.plan.formulas import plan
+from harness.plan.g2 import G2Measured, Serving
+from harness.plan.inputs import Context, PlanInput, Sourced, TierInput
+from harness.plan.predict import predicted_ttft_p50
+from harness.plan.shape import ModelShape, from_hf_config
+
+
+def g3_layout_names(cfg: SiteConfig) -> list[str]:
+    """The layouts G3 runs: `gates.g3.layouts`, else every layout (as
+    harness.serving.cells.layouts)."""
+    return list(cfg.gates.g3.layouts or [layout.name for layout in cfg.layouts])
+
+
+def docs_for(tier: int, docs_per_concurrency: int, min_docs: int = 0) -> int:
+    """The documents G3 asks at a tier (as harness.serving.cells.docs_for)."""
+    return max(docs_per_concurrency * tier, min_docs)
 
 
 @dataclass(frozen=True)
@@ -123,7 +132,7 @@ def _layouts(w: WhatIf, cfg: SiteConfig | None, file: str | None) -> list[_Layou
         tp, n = w.tp or 1, w.instances or 1
         return [_Layout(f"TP{tp}" if n == 1 else f"TP{tp}x{n}", tp, n, n, (),
                         _Where("--tp"), False)]
-    wanted = {layout.name for layout in g3_layouts(cfg)}
+    wanted = set(g3_layout_names(cfg))
     return [_Layout(layout.name, layout.tp, len(layout.instances),
                     max(Counter(i.host for i in layout.instances).values()),
                     tuple(sorted({i.host for i in layout.instances})),
@@ -167,11 +176,16 @@ def _max_from(w: WhatIf, cfg: SiteConfig | None) -> str:
 
 
 def _serving_at(g2: G2Measured | None, layout: _Layout, tier: int) -> tuple[Serving, int] | None:
-    """G2's serving baseline at this cell, else at the layout's nearest measured tier."""
     if g2 is None or not layout.from_site:
         return None
+    return serving_at(g2, layout.name, tier)
+
+
+def serving_at(g2: G2Measured, layout: str, tier: int) -> tuple[Serving, int] | None:
+    """G2's serving baseline at this cell, else at the layout's nearest measured tier
+    (the one the prefill speed of a site layout comes from), and that tier."""
     found = {int(k.rsplit("-c", 1)[1]): s for k, s in g2.serving.items()
-             if k.rsplit("-c", 1)[0] == layout.name}
+             if k.rsplit("-c", 1)[0] == layout}
     if not found:
         return None
     near = min(found, key=lambda c: (abs(c - tier), c))
