@@ -262,9 +262,12 @@ def run_gate(req: RunRequest, progress: Progress | None = None,
         hosts=tuple(inventory.hosts), args=tuple(req.pytest_args), suite=custom,
         plan=plan.checks, overrides=req.loaded.overrides,
     ))
-    artifact_dir = (req.artifact_root or req.loaded.base / "artifacts") / f"run-{run_id}"
+    # absolute: what runs in another working directory (G4's detached soak, playbooks) is
+    # handed paths under it (`gate demo`'s default --out is relative)
+    artifact_dir = ((req.artifact_root or req.loaded.base / "artifacts")
+                    / f"run-{run_id}").resolve()
     artifact_dir.mkdir(parents=True, exist_ok=True)
-    store_runs.set_artifact_dir(req.store, run_id, str(artifact_dir.resolve()))
+    store_runs.set_artifact_dir(req.store, run_id, str(artifact_dir))
     if req.resume_run is None:
         _record_inputs(req, run_id, artifact_dir, p.inputs)
     optional = list(getattr(cfg.gates, gate_spec(req.gate).config_key).optional)
