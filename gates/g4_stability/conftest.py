@@ -44,7 +44,7 @@ def g4(gate: GateContext) -> Iterator[G4Outcome]:
                                if group in gate.inventory.groups
                                for h in gate.inventory.group(group)], ev.diskstats, ev.devices)
     session = G4Session(gate=gate, artifact_dir=gate.artifact_dir, control=control,
-                        watch=watch, event=event, storage=storage)
+                        watch=watch, event=event, storage=storage, pool=pool)
     gpu_hosts = {i.host: pool.get(i.host) for i in session.layout.instances}
     session.kv_volumes = kv_volume_sources(gpu_hosts, ev.kv_volume)
     storage_hosts = {h.name: pool.get(h.name) for group in ev.storage_groups

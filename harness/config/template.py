@@ -60,7 +60,7 @@ COMMENTS: dict[str, str] = {
                "scheme (default http)",
     "load": "how the load generator runs",
     "load.placement": "local: this host reaches the engines; client: next to them "
-                      "(needs the load agent)",
+                      "(needs the load agent; G4's soak runs there too, detached)",
     "load.agent_wheels": "placement client: the bundle's agent/ directory; null: "
                          "VENV/share/gate/agent, where install.sh put it",
     "load.timeout": "one request's timeout, seconds",

@@ -1,10 +1,17 @@
-"""G4, 72 h stability of the accelerated stack (docs/g4.md). The suite is a skeleton
-until the soak (issue 26) drives it: its plan is one check that says the soak is not
-built, so a G4 run ends INCONCLUSIVE and never PASS. The judgement the soak will feed is
-here already, pure and tested:
+"""G4, 72 h stability of the accelerated stack (docs/g4.md): a detached soak of the
+accelerated arm, viewed by the gate process and judged window by window.
 
-plan.py      the suite's plan, its config checks and the settings that weaken it
-windows.py   a soak's requests cut into windows (send time; tokens at completion)
-trend.py     a metric's drift: the slope after the first hour, with its interval
-criteria.py  every criterion over the windows, the accelerator engaged in each one
+session.py    the viewer: starts or re-attaches to the soak, stores its windows, samples
+              the devices itself, judges, stops the soak early on a hard miss
+placement.py  where the soak runs (`load.placement`): this machine, or the client host
+              through the load agent (harness/remote/soak_agent.py, soak_client.py)
+soak.py, spool.py, windows.py, counters.py
+              the soak itself, its spool, its windows and the engines' counters: in
+              harness/loadgen/soak*.py, where the agent's wheel carries them
+stored.py     the stored windows with the gate's own evidence (devices.py, processes.py)
+criteria.py   every criterion over the windows, the accelerator engaged in each one
+plan.py       the suite's plan, its config checks and the settings that weaken it
+trend.py      a metric's drift: the slope after the first hour, with its interval
+hardware*.py  the hosts' Xid / ECC / NVMe counters, read by the gate itself
+detached.py   `gate status` and `gate runs abort` of a soak whose viewer is gone
 """

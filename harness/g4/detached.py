@@ -1,6 +1,7 @@
 """A G4 soak seen after its gate process ended: `gate status` says it still runs (or
-ended with windows not yet stored), `gate runs abort` stops it. The suite's `detached`
-and `release` hooks (gates/g4_stability/__init__.py)."""
+ended with windows not yet stored), `gate runs abort` stops it, on this machine or on the
+client host (`placement: client`: over the gate's transport, through the agent). The
+suite's `detached` and `release` hooks (gates/g4_stability/__init__.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import GateError
 from harness.g4 import soak as soak_proc
+from harness.g4.placement import attach_client, client_record, last_client_state
 from harness.g4.session import SPOOL, STOP_WAIT_S
-from harness.g4.spool import Spool
+from harness.g4.spool import Spool, window_row
 from harness.store import Store
 from harness.store import windows as store_windows
 
@@ -25,6 +27,12 @@ def release_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_i
 
     lines = []
     root = Path(get_run(store, run_id).artifact_dir or ".") / SPOOL
+    record = client_record(root) if (root / "spec.json").exists() else None
+    if record is not None:
+        lines.append(stop_client_soak(loaded, inventory, store, run_id, root, record,
+                                      sudo_password=sudo_password))
+        return lines + release_engines(loaded, inventory, store, run_id,
+                                       sudo_password=sudo_password)
     spool = Spool(root)
     state = spool.state() if (root / "spec.json").exists() else None
     if state is not None and not state.ended and soak_proc.alive(state.pid):
@@ -38,6 +46,38 @@ def release_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_i
                                    sudo_password=sudo_password)
 
 
+def stop_client_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, run_id: int,
+                     root: Path, record: dict[str, object], *,
+                     sudo_password: str | None) -> str:
+    """`gate runs abort` of a soak on the client host: asked to stop (its whole windows
+    written), TERMed and KILLed after STOP_WAIT_S, through the agent there; the windows it
+    wrote that the store lacks are stored first (by index: none twice)."""
+    from harness.store.recorder import RunRecorder
+    from harness.transport import TransportPool
+
+    host = str(record.get("host"))
+    pool = TransportPool(inventory, known_hosts=loaded.known_hosts_path,
+                         sudo_password=sudo_password)
+    try:
+        place = attach_client(root, record, pool.get(host), RunRecorder(store, run_id).event)
+        last = store_windows.last_index(store, run_id)
+        seen = place.see(-1 if last is None else last)
+        if seen.state is None or seen.state.ended or not seen.alive:
+            return f"soak: none of this run was running on {host}"
+        place.stop("gate runs abort", STOP_WAIT_S)
+        after = place.see(-1 if last is None else last)
+        stored = [window_row(doc) for doc in [*seen.windows, *after.windows]]
+        if stored:
+            store_windows.upsert_windows(store, run_id, stored)
+        gone = after.state is not None and (after.state.ended or not after.alive)
+        return (f"soak: pid {seen.state.pid} on {host} {'stopped' if gone else 'did not stop'}"
+                f" after {after.state.windows_written if after.state else '?'} windows")
+    except GateError as exc:
+        return f"soak: on {host}: {exc.one_line()}"
+    finally:
+        pool.close()
+
+
 def soak_status(store: Store, run_id: int) -> str | None:
     """`gate status`: a soak of this run still running after its gate process ended (the
     viewer was closed), or ended with windows the store has not taken yet."""
@@ -49,13 +89,22 @@ def soak_status(store: Store, run_id: int) -> str | None:
         return None  # a live viewer shows its own progress
     spool = Spool(root)
     try:
+        record = client_record(root)
         state, spec = spool.state(), spool.spec()
     except GateError:
         return None
-    if state is None:
-        return None
     stored = store_windows.last_index(store, run_id)
     have = 0 if stored is None else stored + 1
+    if record is not None:  # on the client host: as the last viewer saw it (no connect)
+        state = last_client_state(root)
+        if state is None or (state.ended and state.windows_written <= have):
+            return None
+        return (f"G4 run {run_id}: its soak on {record.get('host')} was {state.status} when "
+                f"last seen (pid {state.pid}, {state.windows_written} of {spec.windows} "
+                f"windows written, {have} stored): `gate resume {run_id}` re-attaches, "
+                f"`gate runs abort {run_id}` stops it")
+    if state is None:
+        return None
     if not state.ended and soak_proc.alive(state.pid):
         return (f"G4 run {run_id}: its soak is still running (pid {state.pid}, "
                 f"{state.windows_written} of {spec.windows} windows written, {have} stored): "

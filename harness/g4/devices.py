@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 Sample = tuple[float, float]  # (epoch s, cumulative bytes read)
@@ -83,3 +84,19 @@ def spread(by_source: Mapping[str, Sequence[Sample]], started_at: float, window_
     for k, inside in enumerate(gap):
         out.append(None if not inside else (out[-1] if k and out[-1] is not None else k))
     return out
+
+
+def edge_since(started_at: float, window_s: float, since: float, now: float) -> float | None:
+    """The latest window edge (epoch) passed after `since`, or None: the viewer samples
+    the devices just after each edge, so each window's reads are measured, not spread."""
+    if not started_at or now < started_at:
+        return None
+    edge = started_at + math.floor((now - started_at) / window_s) * window_s
+    return edge if edge > since else None
+
+
+def next_edge(started_at: float, window_s: float, now: float) -> float | None:
+    """The next window edge (epoch) after `now`; None before the soak's start is known."""
+    if not started_at or now < started_at:
+        return None
+    return started_at + (math.floor((now - started_at) / window_s) + 1) * window_s

@@ -5,6 +5,8 @@
     gate-agent run --spec SPEC.json --dir DIR      in the foreground
     gate-agent pull --dir DIR --offset N           status + records from byte N
     gate-agent stop --dir DIR [--wait S]           end a phase the gate left running
+    gate-agent soak-start|soak-run|soak-pull|soak-stop --dir DIR ...
+                                                   G4's soak (harness.remote.soak_agent)
 
 `run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
 in-process engine on this host's own Python (3.9 or newer), appends every finished
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.remote import detach, frames
+from harness.remote import detach, frames, soak_agent
 
 STATUS, SPEC = "status.json", "spec.json"
 LEGACY = "records.jsonl"  # format v1, refused by the gate (records_file)
@@ -184,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     halt = sub.add_parser("stop", help="end a phase still running (TERM, then KILL)")
     halt.add_argument("--dir", type=Path, required=True)
     halt.add_argument("--wait", type=float, default=10.0, help="s between TERM and KILL")
+    soak_commands(sub)
     args = parser.parse_args(argv)
     if args.version:
         print(f"gate-agent {__version__} python {platform.python_version()}")
@@ -192,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         return pull(args.dir, args.offset, args.limit)
     if args.command == "stop":
         return stop(args.dir, args.wait)
+    if args.command is not None and args.command.startswith("soak-"):
+        return soak(args)
     if args.command not in ("run", "start"):
         parser.print_usage(sys.stderr)
         return 4
@@ -201,6 +206,34 @@ def main(argv: list[str] | None = None) -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     spec, directory = args.spec.resolve(), args.dir.resolve()
     return run_phase(spec, directory) if args.command == "run" else start(spec, directory)
+
+
+def soak_commands(sub: Any) -> None:
+    """The soak's subcommands (harness.remote.soak_agent): each takes the spool --dir."""
+    for name, what in (("soak-start", "start the soak of --dir detached"),
+                       ("soak-run", "run the soak of --dir here"),
+                       ("soak-pull", "the soak's state and its windows after --after"),
+                       ("soak-stop", "ask the soak to stop (and end it: --kill-after)")):
+        cmd = sub.add_parser(name, help=what)
+        cmd.add_argument("--dir", type=Path, required=True, help="the soak's spool")
+        if name == "soak-pull":
+            cmd.add_argument("--after", type=int, default=-1, help="the last window held")
+            cmd.add_argument("--limit", type=int, default=soak_agent.PULL_LIMIT)
+        if name == "soak-stop":
+            cmd.add_argument("--why", default="stop requested")
+            cmd.add_argument("--kill-after", type=float, default=None,
+                             help="TERM now, KILL after S s (default: only ask)")
+
+
+def soak(args: argparse.Namespace) -> int:
+    directory = args.dir.resolve()
+    if args.command == "soak-pull":
+        return soak_agent.pull(directory, args.after, args.limit)
+    if args.command == "soak-stop":
+        return soak_agent.stop(directory, args.why, args.kill_after)
+    if args.command == "soak-start":
+        return soak_agent.start(directory)
+    return soak_agent.run(directory)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,26 @@ LOG = "agent.log"
 UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\-]{1,240}$")
 
 
-def phase_argv(spec: Path, directory: Path) -> list[str]:
-    """The phase runs as this agent was started: the shipped agent's -I -B (no PYTHON*
-    variables, no .pyc) hold for the phase process too (harness.remote.ship)."""
+def agent_argv(*args: str) -> list[str]:
+    """This agent run again with `args`, as it was started: the shipped agent's -I -B (no
+    PYTHON* variables, no .pyc) hold for the detached process too (harness.remote.ship)."""
     flags = [f for f, on in (("-I", sys.flags.isolated), ("-B", sys.flags.dont_write_bytecode))
              if on]
-    return [sys.executable, *flags, "-m", "harness.remote.agent", "run", "--spec", str(spec),
-            "--dir", str(directory)]
+    return [sys.executable, *flags, "-m", "harness.remote.agent", *args]
+
+
+def phase_argv(spec: Path, directory: Path) -> list[str]:
+    return agent_argv("run", "--spec", str(spec), "--dir", str(directory))
 
 
 def systemd_run_argv(unit: str, spec: Path, directory: Path) -> list[str]:
-    """The transient user unit that runs the phase. Output is appended to agent.log as on
-    the nohup path, so one reader serves both."""
+    """The transient user unit that runs the phase."""
+    return systemd_argv(unit, phase_argv(spec, directory), directory)
+
+
+def systemd_argv(unit: str, argv: list[str], directory: Path) -> list[str]:
+    """The transient user unit that runs `argv` in `directory`. Output is appended to
+    agent.log as on the nohup path, so one reader serves both."""
     if not UNIT_NAME.match(unit):
         raise ValueError(f"not a systemd unit name: {unit!r}")
     log = directory.resolve() / LOG
@@ -42,7 +50,7 @@ def systemd_run_argv(unit: str, spec: Path, directory: Path) -> list[str]:
             f"--working-directory={directory.resolve()}",
             f"--property=StandardOutput=append:{log}",
             f"--property=StandardError=append:{log}",
-            "--property=KillMode=control-group", "--", *phase_argv(spec, directory)]
+            "--property=KillMode=control-group", "--", *argv]
 
 
 def systemd_usable() -> bool:
@@ -57,12 +65,18 @@ def systemd_usable() -> bool:
 
 def start_detached(spec: Path, directory: Path, unit: str) -> tuple[str, int | None]:
     """Start the phase; ("systemd", None) or ("nohup", pid)."""
+    return start_argv(phase_argv(spec, directory), directory, unit)
+
+
+def start_argv(argv: list[str], directory: Path, unit: str) -> tuple[str, int | None]:
+    """Start `argv` detached in `directory` (a phase, or G4's soak: harness.remote.
+    soak_agent); ("systemd", None) or ("nohup", pid)."""
     if systemd_usable():
-        subprocess.run(systemd_run_argv(unit, spec, directory), check=True, timeout=30,
+        subprocess.run(systemd_argv(unit, argv, directory), check=True, timeout=30,
                        capture_output=True)
         return "systemd", None
     with (directory / LOG).open("ab") as log:
-        proc = subprocess.Popen(phase_argv(spec, directory), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True,
                                 cwd=directory, close_fds=True)
     return "nohup", proc.pid
