@@ -30,6 +30,21 @@ def _ask(url: str, prompt: str, max_tokens: int = 2) -> float:
     return asyncio.run(main())
 
 
+def _stored(url: str, requests: int) -> dict[str, object]:
+    """The engine's metrics once its write-behind committed `requests` stores to the tier
+    (it commits after the modelled write time, on the engine's own loop: a busy machine
+    answers the next request first)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        m = metrics(url)
+        done = total(m, "lmcache:num_store_requests_total", worker_id="0")
+        if done >= requests or time.monotonic() > deadline:
+            return m
+        time.sleep(0.05)
+
+
 def _tokens(url: str, prompt: str) -> int:
     return int(post_json(url + "/tokenize", {"prompt": prompt})[1]["count"])
 
@@ -55,7 +70,7 @@ def test_cold_restart_keeps_the_tier_and_reset_empties_it(tmp_path: Path) -> Non
         url = engine_url(state)
         n = _tokens(url, doc)
         _ask(url, doc)  # warm: computed, stored behind
-        m = metrics(url)
+        m = _stored(url, 1)
         assert total(m, "vllm:external_prefix_cache_queries_total") == n
         assert total(m, "vllm:external_prefix_cache_hits_total") == 0
         assert total(m, "lmcache:num_store_requests_total", worker_id="0") == 1
@@ -90,6 +105,7 @@ def test_two_instances_share_one_tier(tmp_path: Path) -> None:
             engine(EngineSpec(instance=1, **base), tmp_path / "i1") as u1:
         n = _tokens(u0, doc)
         _ask(u0, doc)  # instance 0 computes and stores
+        _stored(u0, 1)  # ... behind the answer
         _ask(u1, doc)  # instance 1, another process, reads it
         m1 = metrics(u1)
         assert total(m1, "vllm:prefix_cache_hits_total") == 0
