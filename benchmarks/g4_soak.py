@@ -21,8 +21,8 @@ import numpy as np
 from harness.g4.criteria import Criteria, judge
 from harness.g4.devices import summed
 from harness.g4.spool import SoakSpec, SoakState, Spool
-from harness.g4.windows import Evidence, Window
 from harness.loadgen.records import Endpoint, RequestSpec
+from harness.loadgen.soak_windows import Evidence, Window
 from harness.store.db import Store
 from harness.store.runs import NewRun, start_run
 from harness.store.windows import last_index, upsert_windows, windows

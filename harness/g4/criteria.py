@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.g4.trend import Drift, drift
-from harness.g4.windows import Evidence, Window
+from harness.loadgen.soak_windows import Evidence, Window
 from harness.reasons import Reason
 from harness.verdict import Verdict
 

@@ -7,8 +7,8 @@ import math
 
 from harness.config.models import SiteConfig
 from harness.errors import GateError
-from harness.g4.counters import gpu_cache_tokens
 from harness.loadgen.records import RequestSpec
+from harness.loadgen.soak_counters import gpu_cache_tokens
 from harness.serving.cells import doc_seed, docs_for
 
 # G4's documents are drawn apart from G2's and G3's: a prefix those gates computed must not

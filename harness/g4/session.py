@@ -37,8 +37,8 @@ from harness.g4.placement import Place, Seen, place_for
 from harness.g4.plan import criteria
 from harness.g4.processes import Instance, ProcessWatch
 from harness.g4.spool import SoakSpec, SoakState, Spool, window_row
-from harness.g4.windows import Window
 from harness.loadgen.records import Endpoint
+from harness.loadgen.soak_windows import Window
 from harness.progress_log import Step, finished
 from harness.serving.arms import ArmControl, endpoints
 from harness.serving.disks import DiskSource

@@ -14,7 +14,7 @@ from harness.errors import GateError
 from harness.g4 import devices as g4_devices
 from harness.g4.processes import METRIC as ENGINE_CHANGES
 from harness.g4.processes import changes_per_window
-from harness.g4.windows import Evidence, Window
+from harness.loadgen.soak_windows import Evidence, Window
 from harness.serving.disks import DiskSource
 from harness.store import Store
 from harness.store import windows as store_windows

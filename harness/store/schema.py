@@ -282,7 +282,7 @@ class CellRow(Base):
 
 
 class SoakWindowRow(Base):
-    """G4: one window of a soak, summarised as harness.g4.windows cuts it, stored once:
+    """G4: one window of a soak, summarised as harness.loadgen.soak_windows cuts it, stored once:
     (run, idx) is unique, so a window pulled again (or after a resume) replaces itself
     (harness.store.windows.upsert_windows)."""
 

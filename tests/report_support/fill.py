@@ -623,8 +623,8 @@ def g4_soak_run(store: Store, rows: list[dict[str, Any]], *, duration: float,
     G4's own criteria (harness.g4.criteria.judge) and recorded as the suite records its
     checks (gates/g4_stability/test_g4.py), the run's reason as the runner writes it."""
     from harness.g4.criteria import Criteria, judge
-    from harness.g4.windows import Evidence, Window
     from harness.labels import check_label
+    from harness.loadgen.soak_windows import Evidence, Window
     from harness.store import windows as store_windows
 
     rid = new_run(store, "G4", campaign=campaign, simulated=simulated,

@@ -13,8 +13,8 @@ import pytest
 
 from harness.g4.criteria import Criteria, judge
 from harness.g4.trend import drift
-from harness.g4.windows import Evidence, Window, cut
 from harness.loadgen.records import RequestRecord
+from harness.loadgen.soak_windows import Evidence, Window, cut
 from harness.reasons import CODES
 from harness.report.i18n import translator
 from harness.report.reasons import say

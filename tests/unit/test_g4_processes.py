@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.g4.criteria import Criteria, restarts
 from harness.g4.processes import changes_per_window
-from harness.g4.windows import Evidence, Window
+from harness.loadgen.soak_windows import Evidence, Window
 from harness.verdict import Verdict
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.g4.counters import gpu_cache_tokens, window_counters
 from harness.g4.criteria import Criteria, drifts
 from harness.g4.devices import at, per_window, summed
 from harness.g4.spool import SoakSpec, SoakState, Spool
-from harness.g4.windows import Window
 from harness.loadgen.records import Endpoint, RequestSpec
+from harness.loadgen.soak_counters import gpu_cache_tokens, window_counters
+from harness.loadgen.soak_windows import Window
 from harness.probes.prometheus import parse_metrics
 from harness.verdict import Verdict
 
