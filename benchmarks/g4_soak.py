@@ -3,7 +3,10 @@ attribute the devices' reads (4 samples a window from 2 hosts: ~35 000 samples) 
 every criterion; then the same pull again (a resumed viewer: nothing new is stored).
 
 Goal (issue 26): a 72 h soak's windows pull, store and judge in well under 10 s (the report
-is benchmarks/report.py's). Prints each step's seconds and the windows per second.
+is benchmarks/report.py's). The windows are read back the way the viewer reads them
+(harness/g4/stored.py: the devices' reads and the engines' own counters, 5 series sampled
+4 times a window, attributed to each). Prints each step's seconds and the windows per
+second.
 
 Run: .venv/bin/python benchmarks/g4_soak.py [--windows 4320] [--hosts 2]
 """
@@ -19,14 +22,15 @@ from typing import Any
 import numpy as np
 
 from harness.g4.criteria import Criteria, judge
-from harness.g4.devices import summed
-from harness.g4.spool import SoakSpec, SoakState, Spool
+from harness.g4.engine_clock import GENERATED, HITS, REQUESTS, TTFT_COUNT, TTFT_SUM
+from harness.g4.spool import SoakSpec, SoakState, Spool, window_row
+from harness.g4.stored import STORAGE
+from harness.g4.stored import windows as stored_windows
 from harness.loadgen.records import Endpoint, RequestSpec
-from harness.loadgen.soak_windows import Evidence, Window
 from harness.store.db import Store
 from harness.store.runs import NewRun, start_run
-from harness.store.windows import last_index, upsert_windows, windows
-from harness.store.writer import insert_series, series_of
+from harness.store.windows import last_index, upsert_windows
+from harness.store.writer import insert_series
 
 KV = 262144.0  # bytes of KV per token (Qwen2.5-32B, bf16)
 
@@ -43,7 +47,9 @@ def write_spool(root: Path, n: int, window_s: float) -> Spool:
             "errors": {}, "ttft_p50_s": float(9.3 + rng.normal(0, 0.3)),
             "ttft_p99_s": 14.0, "tpot_p50_s": 0.05, "output_tokens": 30720,
             "external_hit_tokens": 3.0e6, "engine_rss_bytes": 4.0e10, "engine_restarts": 0,
-            "engines": [{"instance": 0, "sampled": True}]})
+            "engines": [{"instance": 0, "sampled": True}],
+            "clock": {"first_tokens": 240, "ttft_sum_s": 240 * 9.5, "completed": 240,
+                      "ended": 240}})
     spool.set_state(SoakState("done", 1, 1_000_000.0, 1_000_000.0 + n * window_s,
                               windows_written=n))
     return spool
@@ -66,25 +72,23 @@ def main() -> None:
         state = spool.state()
         assert state is not None
         samples: list[dict[str, Any]] = []
-        for h in range(args.hosts):
-            for i in range(4 * n + 1):
-                at = state.started_at + i * w / 4
-                samples.append({"source": f"st{h}", "metric": "g4:device_read_bytes",
+        per_quarter = {TTFT_SUM: 60 * 9.3, TTFT_COUNT: 60, REQUESTS: 60, GENERATED: 7680,
+                       HITS: 7.5e5}
+        for i in range(4 * n + 1):
+            at = state.started_at + i * w / 4
+            for h in range(args.hosts):
+                samples.append({"source": f"st{h}", "metric": STORAGE,
                                 "labels": {}, "at": at, "value": i * 2.0e11})
+            samples.extend({"source": "http://h:1", "metric": metric, "labels": {},
+                            "at": at, "value": i * rise} for metric, rise in per_quarter.items())
         t = time.perf_counter()
         insert_series(store, run, samples)
         t_samples = time.perf_counter() - t
 
         def pull() -> int:
             last = last_index(store, run)
-            rows = []
-            for k in spool.window_indices():
-                if last is None or k > last:
-                    doc = spool.read_window(k)
-                    rows.append({key: doc[key] for key in (
-                        "start_s", "length_s", "requests", "errors", "ttft_p50_s",
-                        "ttft_p99_s", "tpot_p50_s", "output_tokens", "external_hit_tokens",
-                        "engine_rss_bytes", "engine_restarts")} | {"idx": k})
+            rows = [window_row(spool.read_window(k)) for k in spool.window_indices()
+                    if last is None or k > last]
             if rows:
                 upsert_windows(store, run, rows)
             return len(rows)
@@ -96,25 +100,16 @@ def main() -> None:
         again = pull()
         t_again = time.perf_counter() - t
         t = time.perf_counter()
-        rows = windows(store, run)
-        reads = summed(series_of(store, run, "g4:device_read_bytes"), state.started_at, w,
-                       len(rows))
-        assert reads is not None
-        wins = [Window(index=r["idx"], start_s=r["start_s"], length_s=r["length_s"],
-                       requests=r["requests"], errors=r["errors"],
-                       ttft_p50_s=r["ttft_p50_s"], ttft_p99_s=r["ttft_p99_s"],
-                       tpot_p50_s=r["tpot_p50_s"], output_tokens=r["output_tokens"],
-                       evidence=Evidence(external_hit_tokens=r["external_hit_tokens"],
-                                         device_read_bytes=reads[i],
-                                         engine_rss_bytes=r["engine_rss_bytes"]))
-                for i, r in enumerate(rows)]
-        judged = judge(wins, Criteria(duration_h=n * w / 3600), KV)
+        wins = stored_windows(store, run, state.started_at, w, storage=True,
+                              kv_volume=False, poll_s=w / 4)
+        assert all(x.evidence.engine_clock is not None for x in wins)
+        judged = judge(wins, Criteria(duration_h=n * w / 3600), KV, client_placement=True)
         t_judge = time.perf_counter() - t
         store.close()
-    print(f"device samples: {len(samples):,} stored in {t_samples:.2f} s")
+    print(f"device and engine samples: {len(samples):,} stored in {t_samples:.2f} s")
     print(f"pull: {stored} windows stored in {t_pull:.2f} s ({stored / t_pull:,.0f} windows/s); "
           f"pulled again: {again} new in {t_again:.2f} s")
-    print(f"judge: {len(wins)} windows read back, reads attributed, "
+    print(f"judge: {len(wins)} windows read back, reads and engine counters attributed, "
           f"{len(judged)} criteria in {t_judge:.2f} s")
     total = t_pull + t_judge
     print(f"total pull + judge {total:.2f} s   goal <= 10 s "

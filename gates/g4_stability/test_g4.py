@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import Inconclusive
+from harness.errors import Inconclusive, NeedsSignoff
 from harness.g4.outcome import G4Outcome
 from harness.pytest_plugin import CheckRecorder
 from harness.reasons import Reason
@@ -46,4 +46,6 @@ def test_criterion(g4: G4Outcome, check: CheckRecorder, criterion: str) -> None:
     check.explain(judged.reason)
     if judged.verdict is Verdict.STOP_LOSS:
         pytest.fail(judged.text, pytrace=False)
+    if judged.signoff:
+        raise NeedsSignoff(judged.text)
     raise Inconclusive(judged.text)

@@ -23,14 +23,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from harness.loadgen.records import RequestRecord
-from harness.probes.prometheus import PROMPT_TOKENS, MetricsSnapshot
+from harness.probes.prometheus import PROMPT_TOKENS, SERVER_E2E, SERVER_TTFT, MetricsSnapshot
 from harness.reasons import Reason
 from harness.serving.problems import JSONDict, Problem, ProblemKind
 
-# Server-side latency histograms, per engine family (the first family an engine exposes
-# is read). llama.cpp, TGI's streaming TTFT and Ollama have none: no second clock.
-SERVER_TTFT = ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds")
-SERVER_E2E = ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds")
 # An A/B gain of the client and of the engines may differ by this share of the larger
 # gain (or of the criterion's threshold, whichever is larger: near a null result a
 # relative tolerance would be no tolerance at all).

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.g4 import clock_check
 from harness.g4.trend import Drift, drift
 from harness.loadgen.soak_windows import Evidence, Window
 from harness.reasons import Reason
@@ -22,7 +23,7 @@ from harness.verdict import Verdict
 
 # Every criterion a soak is judged on, in the order the report lists them.
 CRITERIA = ("error_rate", "ttft_drift", "throughput_drift", "memory_growth", "restarts",
-            "engaged", "hardware")
+            "engaged", "engine_clock", "hardware")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Judgement:
     reason: Reason
     text: str  # the same in English
     window: int | None = None  # the first window that missed, where one did
+    signoff: bool = False  # an INCONCLUSIVE a reviewer's sign-off may accept
 
 
 # A drift criterion's words (reason.criterion.* in the catalogues say the same).
@@ -114,7 +116,32 @@ def _drift(name: str, d: Drift | None, limit: float, worse: float, better: float
                      f"within {_pct(limit)}")
 
 
+_WORSE = {Verdict.PASS: 0, Verdict.INCONCLUSIVE: 1, Verdict.STOP_LOSS: 2}
+
+
+def _rise(name: str, d: Drift | None, limit: float) -> Judgement:
+    return _drift(name, d, limit, d.hi if d else 0.0, d.lo if d else 0.0)
+
+
+def _fall(name: str, d: Drift | None, limit: float) -> Judgement:
+    return _drift(name, d, limit, -d.lo if d else 0.0, -d.hi if d else 0.0)
+
+
+def _both_clocks(soak: Judgement, engines: Judgement | None) -> Judgement:
+    """The soak's judgement, unless the engines' own clock says worse: then theirs, said
+    as theirs (a soak on the client host may have reported a flat TTFT the engines did
+    not show)."""
+    if engines is None or _WORSE[engines.verdict] <= _WORSE[soak.verdict]:
+        return soak
+    code = {"g4.drift": "g4.drift_engine",
+            "g4.drift_undecided": "g4.drift_engine_undecided"}[engines.reason.code]
+    return Judgement(engines.criterion, engines.verdict, Reason(code, engines.reason.params),
+                     f"by the engines' own clock: {engines.text}")
+
+
 def drifts(windows: Sequence[Window], c: Criteria) -> list[Judgement]:
+    """TTFT and throughput on both clocks where the gate read the engines' (the worse
+    counts: harness/g4/engine_clock.py); engine memory as the soak read it."""
     hours = [w.mid_h for w in windows]
 
     def fit(values: list[float | None]) -> Drift | None:
@@ -124,13 +151,18 @@ def drifts(windows: Sequence[Window], c: Criteria) -> list[Judgement]:
     ttft = fit([w.ttft_p50_s for w in windows])
     thr = fit([w.throughput_tps if w.requests else None for w in windows])
     rss = fit([w.evidence.engine_rss_bytes for w in windows])
+    clocks = [w.evidence.engine_clock for w in windows]
+    e_ttft = fit([e.ttft_mean_s if e else None for e in clocks])
+    e_thr = fit([e.generation_tokens / w.length_s if e and e.generation_tokens is not None
+                 else None for w, e in zip(windows, clocks, strict=True)])
     return [
-        _drift("ttft_drift", ttft, c.max_ttft_drift_per_24h, ttft.hi if ttft else 0.0,
-               ttft.lo if ttft else 0.0),
-        _drift("throughput_drift", thr, c.max_throughput_drift_per_24h,
-               -thr.lo if thr else 0.0, -thr.hi if thr else 0.0),
-        _drift("memory_growth", rss, c.max_memory_growth_per_24h, rss.hi if rss else 0.0,
-               rss.lo if rss else 0.0),
+        _both_clocks(_rise("ttft_drift", ttft, c.max_ttft_drift_per_24h),
+                     _rise("ttft_drift", e_ttft, c.max_ttft_drift_per_24h) if e_ttft
+                     else None),
+        _both_clocks(_fall("throughput_drift", thr, c.max_throughput_drift_per_24h),
+                     _fall("throughput_drift", e_thr, c.max_throughput_drift_per_24h)
+                     if e_thr else None),
+        _rise("memory_growth", rss, c.max_memory_growth_per_24h),
     ]
 
 
@@ -257,12 +289,19 @@ def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: 
     return None
 
 
+def engine_clock(windows: Sequence[Window], client_placement: bool) -> Judgement:
+    found = clock_check.engine_clock(windows, client_placement=client_placement)
+    return Judgement("engine_clock", found.verdict, found.reason, found.text, found.window,
+                     found.signoff)
+
+
 def judge(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float,
-          kv_volume: bool = False) -> list[Judgement]:
+          kv_volume: bool = False, client_placement: bool = False) -> list[Judgement]:
     """Every criterion over the windows so far (a running soak is judged as it goes: a
     hard miss stops it early)."""
     if not windows:
         return [Judgement("windows", Verdict.ERROR, Reason("g4.no_windows"),
                           "no window was measured")]
     return [error_rate(windows, c), *drifts(windows, c), restarts(windows, c),
-            engaged(windows, c, kv_bytes_per_token, kv_volume)]
+            engaged(windows, c, kv_bytes_per_token, kv_volume),
+            engine_clock(windows, client_placement)]

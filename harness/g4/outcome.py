@@ -56,6 +56,10 @@ def expected(criterion: str, c: Criteria) -> tuple[Reason, str]:
     if criterion == "restarts":
         return (Reason("g4.restarts_expected", {"max": c.max_restarts}),
                 f"at most {c.max_restarts} engine restarts")
+    if criterion == "engine_clock":
+        return (Reason("g4.engine_clock_expected"),
+                "the engines' own counters agree with the soak's windows: no window's "
+                "mean TTFT below theirs, the requests they ended the ones the soak sent")
     if criterion == "hardware":
         return (Reason("g4.hardware_expected"),
                 "no new Xid, uncorrectable ECC or NVMe media error, and no NVMe critical "

@@ -357,9 +357,11 @@ class G4Session:
     # --- the devices --------------------------------------------------------------------
 
     def sample_devices(self) -> float:
-        """Every declared device counter now, stored (harness/g4/stored.py)."""
+        """Every declared device counter, and the soaked engines' own counters, now,
+        stored (harness/g4/stored.py, engine_clock.py)."""
+        urls = [e.url for e in endpoints(self.config, self.inventory, ARM, self.layout)]
         return stored.sample_devices(self.gate.store, self.gate.run_id, self.storage,
-                                     list(self.kv_volumes.values()), self.event)
+                                     list(self.kv_volumes.values()), self.event, urls)
 
     def sample_hosts(self) -> None:
         """The slower readings: the hosts' hardware and which processes serve the soak."""
@@ -373,7 +375,9 @@ class G4Session:
         """The stored windows with the devices' reads attributed to each."""
         return stored.windows(self.gate.store, self.gate.run_id, state.started_at,
                               spec.window_s, storage=bool(self.storage),
-                              kv_volume=bool(self.kv_volumes), poll_s=self.poll_s)
+                              kv_volume=bool(self.kv_volumes), poll_s=self.poll_s,
+                              ended_at=state.started_at + state.windows_written
+                              * spec.window_s if state.ended else None)
 
     def judge(self, windows: Sequence[Window]) -> list[Judgement]:
         """Every criterion so far; with no device declared at all the accelerator's reads
@@ -381,7 +385,10 @@ class G4Session:
         c: Criteria = criteria(self.config)
         per_token = self.config.model.kv_bytes_per_token \
             / self.config.gates.g3.evidence.kv_compression
-        judged = judge(windows, c, per_token, kv_volume=bool(self.kv_volumes))
+        client = self._place.host is not None if self._place is not None \
+            else self.config.load.placement == "client"
+        judged = judge(windows, c, per_token, kv_volume=bool(self.kv_volumes),
+                       client_placement=client)
         if windows and self.hardware is not None:
             spec, state = self.spool.spec(), self._state
             declared = {str(k): why for k, why in self.config.gates.g4.unverifiable.items()}

@@ -39,7 +39,8 @@ def window_row(doc: dict[str, Any]) -> dict[str, Any]:
                 "engine_rss_bytes": doc.get("engine_rss_bytes"),
                 "engine_restarts": int(doc.get("engine_restarts") or 0),
                 "counters": {"engines": doc.get("engines") or [],
-                             "unanswered": doc.get("unanswered", 0)}}
+                             "unanswered": doc.get("unanswered", 0),
+                             "clock": doc.get("clock")}}
     except (KeyError, TypeError, ValueError) as exc:
         raise MeasurementError(f"a soak window file is malformed: {exc}",
                                stage="g4 soak") from None

@@ -63,6 +63,13 @@ class Soak:
         self.sent: dict[int, list[RequestRecord]] = defaultdict(list)
         self.inflight: Counter[int] = Counter()
         self.tokens: Counter[int] = Counter()
+        # keyed as the engine's own counters see a request: by when its first token came
+        # (the TTFT histogram) and when it ended (the e2e histogram); the gate holds them
+        # against the engines' counters it scrapes itself (harness/g4/engine_clock.py)
+        self.first_tokens: Counter[int] = Counter()
+        self.ttft_sums: defaultdict[int, float] = defaultdict(float)
+        self.completed: Counter[int] = Counter()
+        self.ended: Counter[int] = Counter()
         self.counters: dict[int, dict[str, Any]] = {}
         self.written = 0  # windows written (in order)
         self.n = 0  # requests sent
@@ -164,9 +171,25 @@ class Soak:
             finally:
                 self.inflight[w] -= 1
             self.sent[w].append(rec)
-            if rec.ok and rec.sent is not None and rec.e2el is not None and rec.output_tokens:
-                self.tokens[math.floor((rec.sent + rec.e2el) / self.window_s)] += \
-                    rec.output_tokens
+            self._count(rec)
+
+    def _count(self, rec: RequestRecord) -> None:
+        """A finished request into the windows its output tokens, first token and end
+        fall in (seconds from the soak's start)."""
+        if rec.sent is None:
+            return
+        if rec.ttft is not None:
+            k = math.floor((rec.sent + rec.ttft) / self.window_s)
+            self.first_tokens[k] += 1
+            self.ttft_sums[k] += rec.ttft
+        # a failed request has no e2el: it ended now (it is counted as it returns)
+        ended = rec.sent + rec.e2el if rec.e2el is not None else time.monotonic() - self.t0
+        end = math.floor(ended / self.window_s)
+        self.ended[end] += 1
+        if rec.ok and rec.e2el is not None:
+            self.completed[end] += 1
+            if rec.output_tokens:
+                self.tokens[end] += rec.output_tokens
 
     async def _edges(self) -> None:
         """Scrape the engines at every window's edge; write windows as they become final."""
@@ -203,7 +226,11 @@ class Soak:
                 "requests": w.requests, "errors": dict(w.errors),
                 "ttft_p50_s": w.ttft_p50_s, "ttft_p99_s": w.ttft_p99_s,
                 "tpot_p50_s": w.tpot_p50_s, "output_tokens": w.output_tokens,
-                "unanswered": self.inflight[k], **self.counters.pop(k)}
+                "unanswered": self.inflight[k], **self.counters.pop(k),
+                "clock": {"first_tokens": self.first_tokens.pop(k, 0),
+                          "ttft_sum_s": self.ttft_sums.pop(k, 0.0),
+                          "completed": self.completed.pop(k, 0),
+                          "ended": self.ended.pop(k, 0)}}
             self.inflight.pop(k, None)
             self.spool.write_window(k, doc)
             self.written += 1

@@ -19,6 +19,40 @@ from harness.loadgen.records import RequestRecord
 
 
 @dataclass(frozen=True)
+class ClientClock:
+    """The soak's requests keyed as an engine's own counters see them: by when the first
+    token came (its TTFT histogram observes then) and when the request ended (its e2e
+    histogram, its generation-token counter). The gate holds these against the engines'
+    counters it scrapes itself (harness/g4/engine_clock.py)."""
+
+    first_tokens: int  # requests whose first token came in this window
+    ttft_sum_s: float  # their TTFTs, summed
+    completed: int  # requests that completed in this window
+    ended: int  # requests that ended in it, failed ones included
+
+
+@dataclass(frozen=True)
+class EngineClock:
+    """The engines' own counters over one window, scraped by the gate and summed over
+    the soaked layout's instances (None: not exposed, or not sampled around the window)."""
+
+    ttft_sum_s: float | None = None  # the TTFT histogram's _sum rise
+    ttft_count: float | None = None  # its _count rise
+    requests: float | None = None  # the e2e histogram's _count rise: requests ended
+    generation_tokens: float | None = None
+    hit_tokens: float | None = None  # KV-tier hits, as soak_counters.hit_tokens reads them
+    # the first window of the sampling gap this window's rises were spread over (the
+    # viewer was away); None: sampled around it. A gap's windows are judged as one.
+    spread_from: int | None = None
+
+    @property
+    def ttft_mean_s(self) -> float | None:
+        if self.ttft_sum_s is None or not self.ttft_count:
+            return None
+        return self.ttft_sum_s / self.ttft_count
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Counter deltas over one window (None: not sampled in it)."""
 
@@ -28,6 +62,7 @@ class Evidence:
     engine_rss_bytes: float | None = None  # at the window's end
     engine_restarts: int = 0  # as the engine's own /metrics show them
     engine_changes: int = 0  # new engine processes the gate itself saw (g4/processes.py)
+    engine_clock: EngineClock | None = None  # the gate's own scrapes (None: never taken)
     # the first window of the sampling gap whose reads this window shares (devices.spread);
     # None: its reads were sampled around it
     spread_from: int | None = None
@@ -45,6 +80,7 @@ class Window:
     tpot_p50_s: float | None = None
     output_tokens: int = 0  # of the requests that completed in this window
     evidence: Evidence = Evidence()
+    clock: ClientClock | None = None  # None: a soak that did not write it
 
     @property
     def failed(self) -> int:

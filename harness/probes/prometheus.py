@@ -37,6 +37,13 @@ EXTERNAL_HITS = ("vllm:external_prefix_cache_hits", SGLANG_PREFETCHED)
 MOONCAKE_LOOKUPS = ("total_get_nums_",)
 MOONCAKE_FOUND = ("valid_get_nums_",)
 MOONCAKE_HIT_BYTES = ("mem_cache_hit_bytes_total", "file_cache_hit_bytes_total")
+# Server-side latency histograms, per engine family (the first family an engine exposes
+# is read): the engine's own clock, which G3 and G4 hold the load client's against.
+# llama.cpp, TGI's streaming TTFT and Ollama have none: no second clock.
+SERVER_TTFT = ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds")
+SERVER_E2E = ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds")
+# Output tokens the engine generated, whichever engine counts them.
+GENERATION_TOKENS = ("vllm:generation_tokens", "sglang:generation_tokens")
 # Prompt tokens of the phase, whichever engine counts them.
 PROMPT_TOKENS = ("vllm:prompt_tokens", "sglang:prompt_tokens", "llamacpp:prompt_tokens")
 # Families that can prove a KV tier outside the GPU was read (docs/engines.md).

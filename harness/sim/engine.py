@@ -244,6 +244,9 @@ class Engine:
             v = await self._prefill(prompt, trace, j_prefill, v, drift, store=serving)
             out = output_ids()
             trace.first_token = loop.time()
+            # observed as vLLM does, when the first token is out (not when the request
+            # ends): the gate reads the histogram's rise window by window
+            stats.ttft.observe(trace.first_token - trace.arrival)
             trace.output_tokens = 1
             stats.generation_tokens += 1
             yield [out[0]]
@@ -412,7 +415,6 @@ class Engine:
         assert trace.first_token is not None and trace.done is not None
         ttft = trace.first_token - trace.arrival
         e2e = trace.done - trace.arrival
-        st.ttft.observe(ttft)
         st.e2e.observe(e2e)
         st.queue_time.observe(admitted - trace.arrival)
         st.prefill_time.observe(trace.first_token - admitted)

@@ -125,10 +125,12 @@ def test_g3_validity(tmp_path: Path) -> None:
 def test_g4_soak(tmp_path: Path) -> None:
     lines(run("g4_soak.py", tmp_path),
           rf"^spool: 40 window files written in {N} s$",
-          rf"^device samples: 322 stored in {N} s$",
+          rf"^device and engine samples: 1,127 stored in {N} s$",
           rf"^pull: 40 windows stored in {N} s \([0-9,]+ windows/s\); pulled again: 0 new",
-          rf"^judge: 40 windows read back, reads attributed, 6 criteria in {N} s$",
-          r"^total pull \+ judge .* goal <= 10 s \(error_rate PASS, .* engaged PASS\)$")
+          rf"^judge: 40 windows read back, reads and engine counters attributed, 7 criteria "
+          rf"in {N} s$",
+          r"^total pull \+ judge .* goal <= 10 s \(error_rate PASS, .* engaged PASS, "
+          r"engine_clock PASS\)$")
 
 
 @pytest.mark.slow

@@ -62,12 +62,13 @@ def test_default_demo_g4_soaks_and_needs_only_a_signoff(demo_default: Demo) -> N
     assert (run["verdict"], run["simulated"], run["forced"]) == ("INCONCLUSIVE", True, False)
     shown = demo_default.run_json(run["id"])
     outcomes = {c["nodeid"].rpartition("::")[2]: c["outcome"] for c in shown["checks"]}
-    assert len(outcomes) == 8, outcomes
+    assert len(outcomes) == 9, outcomes
     if not _g4_drift_undecided(demo_default):
         assert shown["needs_signoff"] and "gates.g4.duration" in str(shown["reason"])
         assert set(outcomes.values()) == {"PASS"}, outcomes
     for name in ("test_soak", "test_criterion[error_rate]", "test_criterion[restarts]",
-                 "test_criterion[engaged]", "test_criterion[hardware]"):
+                 "test_criterion[engaged]", "test_criterion[engine_clock]",
+                 "test_criterion[hardware]"):
         assert outcomes[name] == "PASS", outcomes
     # the GPUs' ECC read from the simulated host's capture; what it cannot show, named
     (hw,) = [c for c in shown["checks"] if c["nodeid"].endswith("[hardware]")]

@@ -95,6 +95,7 @@ def test_the_soak_outlives_its_killed_viewer_and_resume_stores_each_window_once(
               for c in run["checks"]}  # type: ignore[attr-defined]
     assert checks["test_soak"] == "PASS", checks
     assert checks["test_criterion[engaged]"] == "PASS", checks
+    assert checks["test_criterion[engine_clock]"] == "PASS", checks  # the engine agrees
     # a 16 s soak is a weakened setting: at best it needs a reviewer's sign-off (on a
     # busy machine a drift of 16 windows can also be undecided: INCONCLUSIVE either way)
     assert run["verdict"] == "INCONCLUSIVE", run["reason"]
@@ -137,6 +138,54 @@ def test_the_demos_soak_faults_end_stop_loss_naming_the_criterion(
         assert checks["test_criterion[error_rate]"]["outcome"] == "PASS"
 
 
+# A vendor's hand on the client host: every window file the soak writes says the TTFT and
+# the throughput of its first window (the engines' TTFT drifts meanwhile). Loaded into the
+# soak's process by Python's own sitecustomize hook, as a modified host would.
+FLAT_WINDOWS = """\
+from harness.loadgen import soak_spool
+
+_first = {}
+_write = soak_spool.Spool.write_window
+
+
+def _flat(self, index, doc):
+    doc = dict(doc)
+    for key in ("ttft_p50_s", "ttft_p99_s", "output_tokens"):
+        _first.setdefault(key, doc.get(key))
+        doc[key] = _first[key]
+    clock = dict(doc.get("clock") or {})
+    if clock.get("first_tokens"):
+        clock["ttft_sum_s"] = clock["first_tokens"] * _first["ttft_p50_s"]
+    doc["clock"] = clock
+    _write(self, index, doc)
+
+
+soak_spool.Spool.write_window = _flat
+"""
+
+
+def test_window_files_faked_flat_are_caught_by_the_engines_own_clock(tmp_path: Path) -> None:
+    """The drift scenario's engine slows down, and the soak's window files say it did not:
+    the gate's own scrapes of the engine's TTFT histogram show the drift (STOP-LOSS by the
+    engines' clock), and the soak's TTFT below the engine's own is INCONCLUSIVE."""
+    hook = tmp_path / "vendor"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(FLAT_WINDOWS)
+    with one_cell_site(tmp_path, "soak-drift") as s:
+        out = s.gate("run", "G4", "--force", timeout=300, PYTHONPATH=str(hook))
+        assert out.returncode == 1, out.stdout + out.stderr  # STOP-LOSS
+        run = s.run_json(1)
+        checks = {c["nodeid"].rpartition("::")[2]: c  # type: ignore[index]
+                  for c in run["checks"]}  # type: ignore[attr-defined]
+        stored = s.query("SELECT ttft_p50_s FROM soak_window WHERE run_id = 1")
+        assert len({t for (t,) in stored}) == 1  # the files were faked flat, as stored
+        missed = checks["test_criterion[ttft_drift]"]
+        assert missed["outcome"] == "STOP-LOSS", missed
+        assert str(missed["message"]).startswith(
+            "by the engines' own clock: TTFT p50 drift: "), missed["message"]
+        assert checks["test_criterion[engine_clock]"]["outcome"] == "INCONCLUSIVE", checks
+
+
 HW = Path(__file__).resolve().parents[1] / "fixtures" / "hw"
 SIMHOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "simhosts"
 PACKAGED = Path(__file__).resolve().parents[2] / "harness" / "sim" / "hosts" / "captures"
@@ -164,41 +213,65 @@ profiles:
 """
 
 
-def test_an_xid_that_appears_mid_soak_is_stop_loss_naming_the_host(site: Site) -> None:
-    """The GPU host's kernel journal gains Xid lines while the soak runs (its capture file
-    replaced by a real journal with Xid 45 on four GPUs): the hardware criterion, read by
-    the gate over its own transport, ends G4 STOP-LOSS naming the host."""
-    captures = site.root / "soak-captures"
-    captures.mkdir()
-    (captures / "profiles.yaml").write_text(SOAK_PROFILES)
+def _captures(root: Path) -> Path:
+    """One host's hardware captures, as the simulated hosts answer them."""
+    root.mkdir()
+    (root / "profiles.yaml").write_text(SOAK_PROFILES)
     shutil.copy(PACKAGED / "nvidia-smi-q-x_datakit_8x-v100s-pcie_drv460.xml",
-                captures / "nvidia-smi.xml")
+                root / "nvidia-smi.xml")
     shutil.copy(SIMHOSTS / "journalctl-k_linux-insides_ubuntu24.04_boot-start.txt",
-                captures / "journal.txt")
+                root / "journal.txt")
     shutil.copy(HW / "nvme-list-json_netdata_v2.11_3x-firecuda530.json",
-                captures / "nvme-list.json")
-    shutil.copy(HW / "nvme-smart-log-json_netdata_v2.11.json", captures / "smart-log.json")
+                root / "nvme-list.json")
+    shutil.copy(HW / "nvme-smart-log-json_netdata_v2.11.json", root / "smart-log.json")
+    return root
+
+
+def _media_errors(captures: Path) -> None:
+    """The storage host's devices report 3 media errors: the real smart-log capture with
+    its media_errors counter raised (no capture with media errors > 0 is on hand)."""
+    log = json.loads((HW / "nvme-smart-log-json_netdata_v2.11.json").read_text())
+    assert log["media_errors"] == 0
+    log["media_errors"] = 3
+    (captures / "smart-log.json").write_text(json.dumps(log, indent=2))
+
+
+@pytest.mark.parametrize(("fault", "said"), [
+    ("xid", "gpu1: 7 new Xid event(s) in the kernel journal by window "),
+    # 3 errors on each of the host's 3 devices (one capture answers for every device)
+    ("nvme", "fx100-sim: 9 new NVMe media error(s) by window "),
+])
+def test_a_hardware_error_mid_soak_is_stop_loss_naming_the_host(
+        site: Site, fault: str, said: str) -> None:
+    """A fault injected on a simulated host while the soak runs: the GPU host's kernel
+    journal gains Xid lines (its capture replaced by a real journal with Xid 45 on four
+    GPUs), or the storage host's NVMe devices count media errors. The hardware criterion,
+    read by the gate over its own transport, ends G4 STOP-LOSS naming the host."""
+    gpu, storage = _captures(site.root / "gpu-captures"), \
+        _captures(site.root / "storage-captures")
     hosts = site.root / "hosts.ini"
     hosts.write_text(hosts.read_text()
                      .replace("gate_sim_hardware=gpu-8xv100s",
-                              f"gate_sim_hardware=soak-gpu gate_sim_captures={captures}")
+                              f"gate_sim_hardware=soak-gpu gate_sim_captures={gpu}")
                      .replace("gate_sim_hardware=storage-nvme",
-                              f"gate_sim_hardware=soak-storage gate_sim_captures={captures}"))
+                              f"gate_sim_hardware=soak-storage gate_sim_captures={storage}"))
     cfg = yaml.safe_load(site.config.read_text())
     cfg["gates"]["g4"].pop("unverifiable", None)  # this site reads every source
     site.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
     viewer = _start_g4(site)
     _wait_windows(site, 1, 4)  # its first reading was taken before the first window
-    shutil.copy(SIMHOSTS / "journalctl-k_ogkm-issue1150_xid45.txt", captures / "journal.txt")
+    if fault == "xid":
+        shutil.copy(SIMHOSTS / "journalctl-k_ogkm-issue1150_xid45.txt", gpu / "journal.txt")
+    else:
+        _media_errors(storage)
     out, _ = viewer.communicate(timeout=300)
     assert viewer.returncode == 1, out  # STOP-LOSS
     checks = {c["nodeid"].rpartition("::")[2]: c  # type: ignore[index]
               for c in site.run_json(1)["checks"]}  # type: ignore[attr-defined]
     missed = checks["test_criterion[hardware]"]
     assert missed["outcome"] == "STOP-LOSS", missed
-    assert str(missed["message"]).startswith(
-        "gpu1: 7 new Xid event(s) in the kernel journal by window "), missed["message"]
+    assert str(missed["message"]).startswith(said), missed["message"]
     assert checks["test_criterion[error_rate]"]["outcome"] == "PASS"
     read = site.query("SELECT source, COUNT(*) FROM series WHERE run_id = 1 "
                       "AND metric = 'g4:hw:nvme_media_errors' GROUP BY source")

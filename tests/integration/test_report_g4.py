@@ -95,7 +95,8 @@ WORDS = {
            "criteria": "Criteria over the windows", "totals": "Window totals",
            "figure": "The soak, window by window", "names": (
                "Failed requests per window", "TTFT p50 drift", "Throughput drift",
-               "Engine memory growth", "Engine restarts", "Accelerator engaged"),
+               "Engine memory growth", "Engine restarts", "Accelerator engaged",
+               "The engines' own clock agrees"),
            "hours": "hours since the soak started", "minutes": "minutes since the soak started",
            "restart": "window 201: the engine restarted (1 > 0)",
            "restart_asked": "at most 0 engine restarts",
@@ -108,7 +109,7 @@ WORDS = {
     "zh": {"title": "G4 · 72 小时稳定性", "checks": "检查项", "criteria": "各时间窗的判据",
            "totals": "时间窗汇总", "figure": "浸泡测试逐时间窗变化", "names": (
                "每个时间窗的失败请求", "TTFT p50 漂移", "吞吐量漂移", "引擎内存增长",
-               "引擎重启", "加速器持续工作"),
+               "引擎重启", "加速器持续工作", "引擎自身计时一致"),
            "hours": "自浸泡测试开始的小时数", "minutes": "自浸泡测试开始的分钟数",
            "restart": "窗口 201：引擎重启（1 > 0）",
            "restart_asked": "引擎重启不超过 0 次",

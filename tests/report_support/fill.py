@@ -542,7 +542,7 @@ def scenarios(store: Store) -> dict[str, int]:
 # -- G4: a soak's windows as the viewer stores them (soak_window) -------------------------
 G4_KV_BYTES_PER_TOKEN = 163840.0  # what the engaged rule holds device reads against
 G4_CRITERIA = ("error_rate", "ttft_drift", "throughput_drift", "memory_growth", "restarts",
-               "engaged")
+               "engaged", "engine_clock")
 
 
 def g4_config(*, duration: float, window: float, baseline: float) -> dict[str, Any]:
