@@ -17,6 +17,7 @@ The pure functions take scrapes and stored series; `sample` is the one that scra
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -99,7 +100,7 @@ def _until_the_end(samples: Sequence[g4_devices.Sample],
     ordered = sorted(samples)
     if ended_at is None:
         return ordered
-    for (t0, _), (t1, v1) in zip(ordered, ordered[1:], strict=False):
+    for (t0, _), (t1, v1) in itertools.pairwise(ordered):
         if t0 < ended_at < t1:
             return sorted([*ordered, (ended_at, v1)])
     return ordered

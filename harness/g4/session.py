@@ -7,8 +7,9 @@ placement.py), and survives this one: the gate process may be killed, or the lap
 closed, at any time; `gate resume RUN` re-attaches and carries on from the last window
 stored (windows are stored by run and index, so a window read twice is stored once).
 What this side measures itself, and the soak never sees, is the devices' read counters
-(harness/serving/disks.py, as G3 reads them): the soak's own process may run on a host
-the vendor controls, the gate's samples do not.
+(harness/serving/disks.py, as G3 reads them) and the engines' own counters
+(harness/g4/engine_clock.py): the soak's own process may run on a host the vendor
+controls, the gate's samples do not.
 """
 
 from __future__ import annotations
@@ -30,14 +31,13 @@ from harness.errors import (
 from harness.g4 import devices as g4_devices
 from harness.g4 import stored
 from harness.g4.criteria import Criteria, Judgement, judge
-from harness.g4.documents import soak_documents
+from harness.g4.documents import soak_spec
 from harness.g4.hardware_probe import HardwareWatch
 from harness.g4.outcome import G4Outcome, window_line
 from harness.g4.placement import Place, Seen, place_for
 from harness.g4.plan import criteria
 from harness.g4.processes import Instance, ProcessWatch
 from harness.g4.spool import SoakSpec, SoakState, Spool, window_row
-from harness.loadgen.records import Endpoint
 from harness.loadgen.soak_windows import Window
 from harness.progress_log import Step, finished
 from harness.serving.arms import ArmControl, endpoints
@@ -193,14 +193,8 @@ class G4Session:
         layout = self.layout
         self.control.start(ARM, layout)
         self.watch.observe(ARM, layout)  # recorded: stopped at the run's end or abort
-        eps = endpoints(self.config, self.inventory, ARM, layout)
-        g4 = self.config.gates.g4
-        spec = SoakSpec(
-            endpoints=tuple(Endpoint(e.url, self.config.model.name, e.instance)
-                            for e in eps),
-            documents=tuple(soak_documents(self.config, eps[0].url)), concurrency=g4.concurrency,
-            duration_s=g4.duration, window_s=g4.window, api=self.config.workload.api,
-            tag=f"gate-r{self.gate.run_id}")
+        spec = soak_spec(self.config, endpoints(self.config, self.inventory, ARM, layout),
+                         self.gate.run_id)
         self.sample_devices()  # the devices' counters before the soak's first window
         self.sample_hosts()  # the hosts' error counters and the engines' processes
         spool = self.spool
