@@ -9,6 +9,7 @@ Two things the engines know and the soak cannot change:
 - the engines ended the requests the soak says ended: over the windows compared, their
   e2e histogram's count lies between the soak's completed and ended requests (G3's 2 %,
   plus half a window's requests for where the gate's samples put the edges).
+The first window is not compared: the warm-up's cold requests end just before it.
 A disagreement is INCONCLUSIVE (which clock lies cannot be told, and neither can be
 believed), never PASS. An engine with no TTFT histogram leaves the soak's clock alone: a
 PASS then needs a reviewer's sign-off when the soak ran on the client host, as in G3.
@@ -79,7 +80,10 @@ def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJ
             "gate's machine (load.placement: local)")
     compared = 0
     seen = completed = ended = 0.0
-    for group in _groups(windows):
+    # the first window is left out: the warm-up's requests (every document once, cold)
+    # end just before it, and the gate's samples around the soak's start cannot tell
+    # their counts from the first window's
+    for group in _groups(windows[1:]):
         soak_n = soak_sum = engine_sum = engine_n = 0.0
         for w in group:
             c, e = w.clock, w.evidence.engine_clock
@@ -106,7 +110,7 @@ def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJ
                 f"the engines' own {_ms(mean)} ms (more than {MAX_TTFT_BELOW:.0%}): a "
                 "client cannot see a first token before the engine sends it",
                 group[0].index)
-    if compared < MIN_COMPARED * len(windows):
+    if compared < MIN_COMPARED * (len(windows) - 1) or not compared:
         return ClockJudgement(
             Verdict.INCONCLUSIVE, Reason("g4.engine_clock_unsampled", {
                 "n": compared, "of": len(windows)}),
