@@ -20,6 +20,7 @@ from harness.store import Store
 from harness.store import runs as store_runs
 from harness.store.schema import RunRow
 from harness.verdict import Verdict
+from harness.workflow.preflight import Site, preflight
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ def run_one(req: RunRequest, progress: Progress | None = None) -> RunOutcome:
         # name is another campaign
         check_prerequisites(req.store, f"{cfg.site.name}/{cfg.campaign.name}", req.gate,
                             simulated=cfg.simulated, custom_suite=req.suite_dir is not None)
+    if req.resume_run is None and req.suite_dir is None and not prepared.passthrough.selecting:
+        # what the checks need of the hosts, before the run row (exit 4, nothing recorded)
+        preflight(req.gate, suite_hooks(req.gate),
+                  Site(req.loaded, prepared.inventory, req.sudo_password))
     return run_gate(req, progress=progress, prepared=prepared)
 
 

@@ -8,6 +8,7 @@ one line and pick the exit code; nothing else in the harness invents its own roo
     │   ├── ConfigError            file + key path + expected / found (YAML line:col)
     │   ├── InventoryError         inventory file / group / host
     │   ├── PrerequisiteError      gate order not met (names the gate, how to override)
+    │   ├── PreflightError         the site cannot run a gate's checks: one cause a line
     │   ├── LockError              another run holds the campaign (names it)
     │   ├── NotFoundError          no such run / campaign in the store
     │   ├── RunStateError          a run is not in the state the operation needs
@@ -129,6 +130,24 @@ class InventoryError(UsageError):
 
 class PrerequisiteError(UsageError):
     """The gate order is not met (G3 needs G1 and G2 passed)."""
+
+
+class PreflightError(UsageError):
+    """What the pre-flight found before a gate's run row existed (harness/workflow/
+    preflight.py): each cause its own UsageError naming host / key, shown one a line."""
+
+    def __init__(self, gate: str, causes: list[UsageError]) -> None:
+        super().__init__(f"{gate} not started: {len(causes)} problem(s) found before "
+                         "anything was measured; nothing was recorded", stage="preflight")
+        self.gate = gate
+        self.causes = tuple(causes)
+
+    def lines(self) -> list[str]:
+        """One line per cause, then what was (not) done."""
+        return [c.one_line() for c in self.causes] + [self.message]
+
+    def one_line(self) -> str:
+        return "; ".join(self.lines())
 
 
 class LockError(UsageError):

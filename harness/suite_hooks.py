@@ -47,6 +47,41 @@ class DryRun:
     basis: str  # where the estimates come from (a config key)
 
 
+@dataclass(frozen=True)
+class ToolNeed:
+    """A program a planned check runs on a host: looked for there before the run starts
+    (harness/workflow/preflight.py), so its absence is one line, not an ERROR attempt."""
+
+    host: str
+    argv: tuple[str, ...]  # the command the check sends; argv[0] is the program
+    checks: tuple[str, ...]  # the planned check ids that run it (all optional: not needed)
+    sudo: bool = False  # the check runs it with sudo (found on sudo's PATH; sudo must work)
+    # the config entry that lets the checks run without it ("": `gates.<key>.optional`)
+    instead: str = ""
+
+
+@dataclass(frozen=True)
+class UrlNeed:
+    """A service the gate reads but never starts (a KV store's /metrics): it must answer."""
+
+    url: str
+    key: str  # the config key that names it
+    checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a gate's planned checks need of the site before anything is measured."""
+
+    tools: tuple[ToolNeed, ...] = ()
+    urls: tuple[UrlNeed, ...] = ()
+    # hosts whose checks run commands with sudo (beside the tools' own sudo)
+    sudo_hosts: tuple[str, ...] = ()
+    # the checks that ship the load agent to the first [client] host (load.placement:
+    # client); empty: the gate runs no load there
+    load_agent: tuple[str, ...] = ()
+
+
 class Release(Protocol):
     """Stop what a killed run of this gate left running (engines, soaks); the lines say
     what was done, for the user."""
@@ -90,3 +125,6 @@ class SuiteHooks:
     # the demo runs a shortened version (G4: a soak of seconds, a weakened setting), so
     # its best end is "needs a sign-off": that end does not set the demo's exit code
     demo_shortened: bool = False
+    # what the planned checks need of the hosts (tools, sudo, the load agent, services),
+    # checked by the pre-flight before a run row exists (None: only the hosts' reach)
+    needs: Callable[[SiteConfig, Inventory], Needs] | None = None

@@ -47,9 +47,77 @@ def check_site(config: SiteConfig, source: str, base: Path | None = None) -> Non
                        "accelerated arm only", "move them to arms.accelerated.differs_by")
         _check_differs_by(config.arms.accelerated.differs_by, fail)
         _check_proxies(config.arms, fail)
+    for key, message in port_clashes(config):
+        raise fail(key, message, "give each a port of its own on that host")
+    if config.arms is not None:
         for key, text in _arm_texts(config.arms):
             _check_placeholders(text, key, fail)
     _check_logo(config, source, base if base is not None else Path(source).parent)
+
+
+def _url_port(url: str) -> tuple[str, int] | None:
+    """(host, port) a URL reaches, its scheme's port when none is written; None when it
+    names no host. A port out of range raises ValueError (urllib's words)."""
+    parts = urlsplit(url)
+    port = parts.port
+    if not parts.hostname:
+        return None
+    return parts.hostname, port if port is not None else (443 if parts.scheme == "https" else 80)
+
+
+def port_clashes(config: SiteConfig) -> list[tuple[str, str]]:
+    """(key, message) of each port two things would listen on at once on one host: two
+    instances of one layout (layouts run one at a time, each arm's engines on the layout's
+    ports, so two layouts may share one), a declared proxy and an engine of a layout it
+    fronts, a KV store G3 scrapes and any engine; and URL ports out of range."""
+    found: list[tuple[str, str]] = []
+    engines: dict[tuple[str, int], str] = {}  # (host, port) -> the first key, any layout
+    for i, layout in enumerate(config.layouts):
+        seen: dict[tuple[str, int], str] = {}
+        for j, inst in enumerate(layout.instances):
+            key = f"layouts[{i}].instances[{j}].port"
+            where = (inst.host, inst.port)
+            if where in seen:
+                found.append((key, f"{inst.host}:{inst.port} is also {seen[where]}: both "
+                                   f"instances of layout {layout.name} listen at once"))
+            seen.setdefault(where, key)
+            engines.setdefault(where, key)
+    urls: list[tuple[str, str]] = []
+    if config.arms is not None:
+        for arm_name in ("baseline", "accelerated"):
+            arm = getattr(config.arms, arm_name)
+            for layout_name, eps in arm.endpoints.items():
+                urls += [(f"arms.{arm_name}.endpoints.{layout_name}[{k}]", u)
+                         for k, u in enumerate(eps)]
+            for url, proxy in arm.proxies.items():
+                key = f"arms.{arm_name}.proxies.{url}"
+                try:
+                    reached = _url_port(url)
+                except ValueError as exc:
+                    found.append((key, f"{url!r}: {exc}"))
+                    continue
+                if reached is None:
+                    continue
+                where = (proxy.host or reached[0], proxy.port or reached[1])
+                fronted = [la for la, eps in arm.endpoints.items()
+                           if url.rstrip("/") in {e.rstrip("/") for e in eps}]
+                for layout in config.layouts:
+                    if layout.name in fronted and where in {(x.host, x.port)
+                                                            for x in layout.instances}:
+                        found.append((key, f"the proxy listens on {where[0]}:{where[1]}, "
+                                           f"where layout {layout.name}'s engine does"))
+    urls += [(f"gates.g3.evidence.store_metrics[{k}]", u)
+             for k, u in enumerate(config.gates.g3.evidence.store_metrics)]
+    for key, url in urls:
+        try:
+            reached = _url_port(url)
+        except ValueError as exc:
+            found.append((key, f"{url!r}: {exc}"))
+            continue
+        if key.startswith("gates.") and reached is not None and reached in engines:
+            found.append((key, f"{reached[0]}:{reached[1]} is also an engine's port "
+                               f"({engines[reached]})"))
+    return found
 
 
 def _check_differs_by(patterns: list[str], fail: Callable[..., ConfigError]) -> None:

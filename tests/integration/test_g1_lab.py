@@ -4,8 +4,10 @@ dmesg, is this machine's, so a simulated host answers it from captures or not at
 one host whose link is cut.
 
 A BOM mismatch is a STOP-LOSS naming host, item, expected and found; an unreachable host
-is ERROR for that host's checks only, never a STOP-LOSS; every raw output is an artifact
-with its sha256 and every serial a host fact."""
+or a missing tool is refused by the pre-flight before anything is recorded (exit 4); met
+once checks run, it is ERROR for that host's checks only, never a STOP-LOSS; a tool
+declared unverifiable is SKIPPED; every raw output is an artifact with its sha256 and
+every serial a host fact."""
 
 from __future__ import annotations
 
@@ -55,14 +57,26 @@ def test_g1_mismatch_is_stop_loss_and_a_cut_host_is_error(lab_factory: LabFactor
         "h2": {"gate_sim_hardware": "lab-storage-nvme", "gate_sim_captures": str(TEST_CAPTURES)},
         "h3": {"gate_sim_hardware": "gpu-a100"}})
 
-    def run_g1(firmware: str) -> subprocess.CompletedProcess[str]:
-        site.write_config(CONFIG.format(os_name=_os_name(), firmware=firmware))
+    def run_g1(firmware: str, optional: str = "") -> subprocess.CompletedProcess[str]:
+        site.write_config(CONFIG.format(os_name=_os_name(), firmware=firmware) + optional)
         return site.gate("run", "G1")
 
     lab.cut_link("h3")
-    # One of the three FireCudas runs SU6SM005: a mismatch decides the gate (STOP-LOSS),
-    # and the cut host is ERROR beside it, not a STOP-LOSS.
+    # The pre-flight finds the cut host and h2's lspci (simulated there without a capture)
+    # before anything is recorded: exit 4, one line each.
     out = run_g1(", firmware: SU6SM001")
+    assert out.returncode == 4, out.stdout + out.stderr
+    refused = [e for e in out.stderr.splitlines() if e.startswith("gate: error:")]
+    assert any("host h3" in e for e in refused), refused
+    lspci = next(e for e in refused if "host h2: lspci is not on sudo's PATH" in e)
+    assert "gates.g1.unverifiable: {pcie: WHY}" in lspci, lspci  # what to do
+    assert "nothing was recorded" in refused[-1] and len(refused) == 3, refused
+    # Once checks start, what they meet is recorded and disclosed: a run that selects its
+    # checks (`-k`) is not pre-flighted, so the cut host and the missing tool reach the
+    # checks. One of the three FireCudas runs SU6SM005: a mismatch decides the gate
+    # (STOP-LOSS), and the cut host is ERROR beside it, not a STOP-LOSS.
+    site.write_config(CONFIG.format(os_name=_os_name(), firmware=", firmware: SU6SM001"))
+    out = site.gate("run", "G1", "--", "-k", "test_")
     assert out.returncode == 1, out.stdout + out.stderr
     by = site.checks(1)
     nvme = by["test_item[h2-nvme]"]
@@ -95,8 +109,25 @@ def test_g1_mismatch_is_stop_loss_and_a_cut_host_is_error(lab_factory: LabFactor
     probes = artifacts[artifacts["kind"] != "run inputs"]  # beside the run's own inputs
     assert set(probes["host"]) == {"h1", "h2"}
 
-    # No firmware ordered, the host still cut: ERROR (nothing decided), never STOP-LOSS.
+    lab.restore_link("h3")
+    # PCIe declared unverifiable (G1's way to run without lspci): SKIPPED, never PASS.
+    pcie_optional = "    unverifiable: {pcie: \"no lspci capture on h2\"}\n"
+    out = run_g1(", firmware: SU6SM001", pcie_optional)
+    assert out.returncode == 1, out.stdout + out.stderr
+    by = site.checks(2)
+    for host in ("h1", "h3"):  # the same simulated hardware
+        seen = {name.replace(host, "H"): c["outcome"] for name, c in by.items()
+                if c["host"] == host}
+        assert seen == {"test_item[H-gpu]": "PASS", "test_item[H-os]": "PASS",
+                        "test_health[H-gpu-ecc]": "PASS", "test_health[H-gpu-link]": "PASS",
+                        "test_health[H-xid]": "INCONCLUSIVE", "test_health[H-pcie]": "SKIPPED"}
+    assert by["test_health[h2-pcie]"]["outcome"] == "SKIPPED"
+
+    # No firmware ordered: h2's lspci undeclared is refused again (no run row); declared,
+    # run 3 mismatches nothing and Xid stays unverifiable: INCONCLUSIVE, no STOP-LOSS.
     out = run_g1("")
-    assert out.returncode == 3, out.stdout + out.stderr
-    outcomes = {name: c["outcome"] for name, c in site.checks(2).items()}
+    assert out.returncode == 4, out.stdout + out.stderr
+    out = run_g1("", pcie_optional)
+    assert out.returncode == 2, out.stdout + out.stderr  # Xid unverifiable: INCONCLUSIVE
+    outcomes = {name: c["outcome"] for name, c in site.checks(3).items()}
     assert outcomes["test_item[h2-nvme]"] == "PASS" and "STOP-LOSS" not in outcomes.values()

@@ -31,7 +31,7 @@ gates:
       gpu:
         gpu: {model: A100-SXM4-80GB, count: 1}
     unverifiable: {pcie: "no lspci capture", gpu-ecc: "no nvidia-smi capture here",
-                   gpu-link: "no nvidia-smi capture here"}
+                   gpu-link: "no nvidia-smi capture here", gpu: "no nvidia-smi capture here"}
 """
 
 

@@ -1,8 +1,9 @@
 """G2's gdsio check end to end on simulated GPU hosts (local connection; gdsio answers
 from real captures, everything else runs here): a GPU-direct read above the vendor's
 figure x min_fraction PASSes; a run cuFile served in compat mode is a STOP-LOSS although
-gdsio printed `XferType: GPUD`; a host without gdsio is ERROR, or SKIPPED once the site
-lists test_gdsio as optional. Never a silent pass."""
+gdsio printed `XferType: GPUD`; a host without gdsio is refused by the pre-flight (exit 4,
+nothing recorded), or SKIPPED once the site lists test_gdsio as optional. Never a silent
+pass."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def test_gdsio_pass_compat_mode_and_missing_tool(tmp_path: Path) -> None:
     env.pop("GATE_CONFIG", None)
     out = subprocess.run([*GATE, "run", "G2", "--force"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
+    # gpu3 has no gdsio and the site did not declare it: the pre-flight refuses, naming
+    # it (gpu4's is declared optional), before anything is recorded
+    assert out.returncode == 4, out.stdout + out.stderr
+    refused = [e for e in out.stderr.splitlines() if e.startswith("gate: error:")]
+    assert refused[0].startswith("gate: error: host gpu3: gdsio is not on the PATH"), refused
+    assert len(refused) == 2 and "test_gdsio[gpu3]" in refused[0], refused
+    config = tmp_path / "gate.yaml"
+    config.write_text(config.read_text().replace('"test_gdsio[gpu4]"]',
+                                                 '"test_gdsio[gpu4]", "test_gdsio[gpu3]"]'))
+    out = subprocess.run([*GATE, "run", "G2", "--force"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stdout + out.stderr  # the compat-mode run decides
     show = subprocess.run([*GATE, "runs", "show", "1", "--json"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=True)
@@ -79,10 +91,8 @@ def test_gdsio_pass_compat_mode_and_missing_tool(tmp_path: Path) -> None:
     assert compat["outcome"] == "STOP-LOSS"
     assert "compat mode" in compat["message"]
     assert "not registered with nvidia-fs" in compat["message"]
-    missing = by_host["gpu3"]
-    assert missing["outcome"] == "ERROR" and "gdsio is not installed" in missing["message"]
-    declared = by_host["gpu4"]
-    assert declared["outcome"] == "SKIPPED" and "gdsio not installed" in declared["message"]
+    for declared in (by_host["gpu3"], by_host["gpu4"]):
+        assert declared["outcome"] == "SKIPPED" and "gdsio not installed" in declared["message"]
     assert not (volume / "gate-gdsio").exists()  # the work directory is removed
     assert by_host["gpu1"]["measured"].endswith(f"at {mount_point(volume)}")
     if volume.parent.name == ".test-volumes":
