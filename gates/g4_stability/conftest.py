@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.g4.criteria import CRITERIA
+from harness.g4.detached import clean_client_spool
 from harness.g4.hardware_probe import HardwareProbe, HardwareWatch
 from harness.g4.outcome import G4Outcome
 from harness.g4.session import G4Session
@@ -52,4 +53,6 @@ def g4(gate: GateContext) -> Iterator[G4Outcome]:
     declared = frozenset(cfg.gates.g4.unverifiable)
     session.hardware = HardwareWatch(HardwareProbe(gpu_hosts, storage_hosts, declared),
                                      gate.store, gate.run_id, event)
-    yield session.run(lambda: clean_slate(watch, control, layouts(cfg), recorder.campaign_id))
+    outcome = session.run(lambda: clean_slate(watch, control, layouts(cfg), recorder.campaign_id))
+    clean_client_spool(session)  # placement: client, every window stored: its spool goes
+    yield outcome

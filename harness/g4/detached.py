@@ -11,8 +11,8 @@ from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.errors import GateError
 from harness.g4 import soak as soak_proc
-from harness.g4.placement import attach_client, client_record, last_client_state
-from harness.g4.session import SPOOL, STOP_WAIT_S
+from harness.g4.placement import ClientPlace, attach_client, client_record, last_client_state
+from harness.g4.session import SPOOL, STOP_WAIT_S, G4Session
 from harness.g4.spool import Spool, window_row
 from harness.store import Store
 from harness.store import windows as store_windows
@@ -70,12 +70,28 @@ def stop_client_soak(loaded: LoadedConfig, inventory: Inventory, store: Store, r
         if stored:
             store_windows.upsert_windows(store, run_id, stored)
         gone = after.state is not None and (after.state.ended or not after.alive)
+        if gone:  # every window it wrote is stored now: its spool there is not needed
+            last = store_windows.last_index(store, run_id)
+            place.clean(-1 if last is None else last)
         return (f"soak: pid {seen.state.pid} on {host} {'stopped' if gone else 'did not stop'}"
                 f" after {after.state.windows_written if after.state else '?'} windows")
     except GateError as exc:
         return f"soak: on {host}: {exc.one_line()}"
     finally:
         pool.close()
+
+
+def clean_client_spool(session: G4Session) -> None:
+    """After a run's outcome (the soak done, stopped early, or ERROR): the soak's spool on
+    the client host is removed when every window it wrote is stored, and kept when the
+    soak still runs or a window is not stored (`gate resume` needs them). A local soak's
+    spool is the run's artifact directory: kept."""
+    if not session.resumable() or client_record(session.spool.root) is None:
+        return
+    place = session.place()
+    if isinstance(place, ClientPlace):
+        last = store_windows.last_index(session.gate.store, session.gate.run_id)
+        place.clean(-1 if last is None else last)
 
 
 def soak_status(store: Store, run_id: int) -> str | None:

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from harness.config.inventory import Inventory
@@ -42,6 +42,9 @@ from harness.transport.base import Transport
 CLIENT = "client.json"
 CLIENT_STATE = "client-state.json"
 RECONNECT_S = 600.0  # a client host that does not answer for this long ends the viewing
+# A client spool whose soak ended and was not written for this long is removed at the next
+# soak's start there: a 72 h soak and a viewer away for a week are well inside it.
+SPOOL_KEEP_DAYS = 14.0
 
 Event = Callable[..., None]
 
@@ -146,6 +149,8 @@ class ClientPlace:
 
     def start(self, spec: SoakSpec) -> None:
         self.verify()  # nothing runs on an agent the gate did not ship
+        self._said("G4 soak spools", "sweep", lambda: self.remote.sweep(SPOOL_KEEP_DAYS),
+                   f"ended, not written for {SPOOL_KEEP_DAYS:g} days")
         pid = self.remote.start(spec.to_dict())
         self.where = f"pid {pid if pid is not None else '(systemd)'} on {self.host}"
 
@@ -184,6 +189,34 @@ class ClientPlace:
     def stop(self, why: str, kill_after: float | None = None) -> None:
         self.remote.stop(why, kill_after)
 
+    def clean(self, stored: int) -> bool:
+        """Remove the soak's spool on the client host once every window it wrote is
+        stored (`stored`: the last index in the store); kept while the soak runs or a
+        window is not stored yet (a resume needs it). Never fails the run: an event says
+        what happened. True when it was removed."""
+        answer = self._said("G4 soak spool", "clean", lambda: self.remote.clean(stored),
+                            f"every window stored (through {stored})")
+        return bool(answer and answer.get("removed"))
+
+    def _said(self, name: str, what: str, call: Callable[[], dict[str, Any]],
+              why: str) -> dict[str, Any] | None:
+        """Housekeeping on the client host, recorded as one event (never an error)."""
+        try:
+            answer = call()
+        except GateError as exc:
+            self.event(source="harness", name=name, host=self.host, status="failed",
+                       message=f"{what}: {exc.one_line()[:400]}")
+            return None
+        removed = [str(n) for n in answer.get("removed") or []]
+        kept = answer.get("kept") if isinstance(answer.get("kept"), dict) else {}
+        if removed or what == "clean":
+            parent = PurePosixPath(self.remote.directory).parent
+            words = [f"removed ~/{parent}/{n} ({why})" for n in removed]
+            words += [f"kept ~/{parent}/{n}: {w}" for n, w in (kept or {}).items()]
+            self.event(source="harness", name=name, host=self.host,
+                       status="changed" if removed else "ok", message="; ".join(words))
+        return answer
+
     def verify(self) -> None:
         if self.guard is not None:
             self.guard.check()
@@ -193,10 +226,14 @@ class ClientPlace:
         return f"its log: ~/{self.remote.directory}/agent.log on {self.host}{tail}"
 
     def poll_s(self, window_s: float, poll_s: float) -> float:
-        """Each pull starts a Python on the client host, which also runs the load: a
-        quarter window (at most 15 s) is often enough to see each window soon after it
-        closes, at well under 1 % of a core there."""
-        return max(min(poll_s, window_s / 2), min(window_s / 4, 15.0))
+        return client_poll_s(window_s, poll_s)
+
+
+def client_poll_s(window_s: float, poll_s: float) -> float:
+    """Each pull starts a Python on the client host, which also runs the load: a quarter
+    window (at most 15 s) is often enough to see each window soon after it closes, at
+    well under 1 % of a core there (benchmarks/g4_agent.py)."""
+    return max(min(poll_s, window_s / 2), min(window_s / 4, 15.0))
 
 
 def new_client(root: Path, transport: Transport, argv: list[str], venv: str, site: str,

@@ -6,6 +6,7 @@
     gate-agent pull --dir DIR --offset N           status + records from byte N
     gate-agent stop --dir DIR [--wait S]           end a phase the gate left running
     gate-agent soak-start|soak-run|soak-pull|soak-stop --dir DIR ...
+    gate-agent soak-clean --dir DIR --stored K | --root ROOT --older-than DAYS
                                                    G4's soak (harness.remote.soak_agent)
 
 `run` reads a PhaseSpec (harness.loadgen.phase, as to_dict wrote it), runs it with the
@@ -223,9 +224,29 @@ def soak_commands(sub: Any) -> None:
             cmd.add_argument("--why", default="stop requested")
             cmd.add_argument("--kill-after", type=float, default=None,
                              help="TERM now, KILL after S s (default: only ask)")
+    rid = sub.add_parser("soak-clean", help="remove spools no longer needed: never a running "
+                                            "soak's, never one with windows not stored")
+    one = rid.add_mutually_exclusive_group(required=True)
+    one.add_argument("--dir", type=Path, help="this soak's spool")
+    one.add_argument("--root", type=Path, help="every ended soak's spool under ROOT")
+    rid.add_argument("--stored", type=int, default=None,
+                     help="the last window index the gate stored (-1: none)")
+    rid.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                     help="only spools not written for DAYS days")
 
 
 def soak(args: argparse.Namespace) -> int:
+    if args.command == "soak-clean":
+        if args.dir is not None and args.stored is None:
+            print("gate-agent: soak-clean --dir needs --stored K", file=sys.stderr)
+            return 4
+        if args.root is not None and args.older_than is None:
+            print("gate-agent: soak-clean --root needs --older-than DAYS", file=sys.stderr)
+            return 4
+        dirs = [args.dir.resolve()] if args.dir is not None \
+            else soak_agent.spools(args.root.resolve())
+        age = args.older_than * 86400 if args.older_than is not None else None
+        return soak_agent.clean(dirs, args.stored, age)
     directory = args.dir.resolve()
     if args.command == "soak-pull":
         return soak_agent.pull(directory, args.after, args.limit)

@@ -44,7 +44,12 @@ class ClientAgent:
 
 
 def agent_root(agent_wheels: Path | None) -> Path:
-    """The local directory of the agent's wheels (load.agent_wheels, else the bundle's)."""
+    """The local directory of the agent's wheels (load.agent_wheels, else the bundle's,
+    else made from this gate's own install: harness.bundle.local_agent)."""
+    if agent_wheels is None and not default_agent_root().is_dir():
+        from harness.bundle.local_agent import local_agent_wheels
+
+        return local_agent_wheels()
     root = agent_wheels or default_agent_root()
     if not root.is_dir():
         raise UsageError(f"no load-agent wheels at {root}", key="load.agent_wheels",

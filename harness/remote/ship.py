@@ -20,7 +20,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
 from harness import __version__
+from harness.bundle.local_agent import OPTIONAL, made_here
 from harness.bundle.manifest import SUMS
 from harness.digests import parse_sums, sha256_file, sums_text
 from harness.errors import MeasurementError, UsageError
@@ -88,6 +91,15 @@ def choose(probe: Probe, local_root: Path, host: str) -> tuple[RemotePython, Pat
             best = max(fits, key=lambda d: int(_DIR.match(d)["glibc"]))  # type: ignore[index]
             return py, local_root / best
     want = usable[0]
+    made = made_here(local_root)
+    if made is not None:
+        raise UsageError(f"this gate has no bundle: the load agent's wheels it made from its "
+                         f"own venv fit Python {made.get('python')} ({', '.join(have)}), the "
+                         f"client has Python {want.version[0]}.{want.version[1]} on "
+                         f"{want.arch} glibc 2.{want.glibc}", host=host, key="load.agent_wheels",
+                         hint=f"on a connected machine, gate bundle --target manylinux_2_"
+                              f"{want.glibc}_{want.arch}/{want.version[0]}.{want.version[1]}, "
+                              "and set load.agent_wheels to its agent/ directory")
     raise UsageError(f"the bundle has no agent wheels for Python {want.version[0]}."
                      f"{want.version[1]} on {want.arch} glibc 2.{want.glibc} (it has: "
                      f"{', '.join(have) or 'none'})", host=host, file=str(local_root),
@@ -144,7 +156,9 @@ def install_agent(transport: Transport, local_root: Path, remote_root: str = REM
     installed = transport.run(["cat", f"{remote_root}/installed"], timeout=30)
     if again or changed or installed.stdout.strip() != marker or \
             not _answers(transport, agent):
-        _install(transport, py, wheels, venv, timeout)
+        extra = sorted({str(canonicalize_name(parse_wheel_filename(n)[0])) for n in files}
+                       & set(OPTIONAL))
+        _install(transport, py, wheels, venv, timeout, extra)
         with tempfile.TemporaryDirectory(prefix="gate-ship-") as tmp:
             for name, text in ((SUMS, sums), ("installed", marker + "\n")):
                 (Path(tmp) / name).write_text(text)
@@ -163,12 +177,15 @@ def _answers(transport: Transport, agent: list[str]) -> bool:
 
 
 def _install(transport: Transport, py: RemotePython, wheels: str, venv: str,
-             timeout: float) -> None:
+             timeout: float, extra: list[str]) -> None:
+    """`extra`: optional packages whose wheels were shipped too (uvloop), installed beside
+    gate-agent; the agent uses them when they import."""
     transport.run([py.path, "-m", "venv", "--clear", venv], timeout=timeout).check(
         "agent install: python -m venv (Debian/Ubuntu: apt-get install python3-venv)")
     transport.run([f"{venv}/bin/python", "-m", "pip", "install", "-q",
                    "--disable-pip-version-check", "--no-input", "--no-index", "--no-compile",
-                   "--find-links", wheels, f"gate-agent=={__version__}"], timeout=timeout,
+                   "--find-links", wheels, f"gate-agent=={__version__}", *extra],
+                  timeout=timeout,
                   env={"PIP_CONFIG_FILE": "/dev/null"}).check("agent install: pip")
     # Nothing in the venv but what the wheels install (harness.remote.verify checks it):
     # pip and setuptools (a .pth run at every start) go once the agent is in.

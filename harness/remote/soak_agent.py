@@ -4,6 +4,8 @@
     gate-agent soak-run --dir DIR                the soak itself (what soak-start detaches)
     gate-agent soak-pull --dir DIR --after K     state + the windows after K, as JSON
     gate-agent soak-stop --dir DIR --why TEXT [--kill-after S]
+    gate-agent soak-clean --dir DIR --stored K   remove DIR: the gate stored windows 0..K
+    gate-agent soak-clean --root ROOT --older-than DAYS   remove ended spools not written since
 
 The soak is harness/loadgen/soak.py, the same one `placement: local` runs on the gate's
 machine; DIR is its spool (harness/loadgen/soak_spool.py: spec, state, one file per window
@@ -12,12 +14,18 @@ SSH, on the host the load runs on, so it imports nothing but the standard librar
 numpy, no aiohttp: the spool's layout is repeated below, and tests/unit/
 test_remote_soak.py holds it to soak_spool's). A window pulled twice is the same file:
 the gate stores windows by (run, index), so nothing is counted twice.
+
+`soak-clean` removes a spool once nothing in it is needed: never while its soak runs,
+never with a window the gate has not stored (a resume needs it); the gate runs it after
+a soak's windows are stored, and with --older-than at each soak's start for spools whose
+viewer never came back.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -129,3 +137,67 @@ def stop(directory: Path, why: str, kill_after: float | None) -> int:
                       "windows_written": after.get("windows_written"),
                       "log": detach.log_tail(directory)}))
     return 0
+
+
+def _window_indices(directory: Path) -> list[int]:
+    try:
+        names = os.listdir(directory / WINDOWS)
+    except FileNotFoundError:
+        return []
+    return sorted(int(stem) for stem, dot, ext in (n.partition(".") for n in names)
+                  if dot and ext == "json" and stem.isdigit())
+
+
+def _why_kept(directory: Path, stored: int | None) -> str | None:
+    """Why the spool must stay (None: it may go): a soak that runs there, or a window
+    written after the last one the gate stored (`stored` None: the age alone decides)."""
+    if not directory.is_dir():
+        return "no such spool"
+    if not (directory / SPEC).is_file() and not (directory / STATE).is_file():
+        return "not a soak's spool"
+    state = read_state(directory)
+    if running((state or {}).get("pid"), directory):
+        return "its soak is running"
+    if stored is not None:
+        if state is None:
+            return "no state: the soak never ran (its log stays for a look)"
+        left = [k for k in _window_indices(directory) if k > stored]
+        if left:
+            return f"{len(left)} window(s) after {stored} not stored yet"
+    return None
+
+
+def _last_write(directory: Path) -> float:
+    paths = [directory, directory / STATE, directory / WINDOWS, directory / detach.LOG]
+    return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
+
+
+def clean(directories: list[Path], stored: int | None, older_than_s: float | None) -> int:
+    """Remove each spool that may go (see _why_kept; with `older_than_s`, also not
+    written for that long). One line of JSON: removed (names), kept (name -> why)."""
+    removed, kept = [], {}
+    now = time.time()
+    for directory in directories:
+        why = _why_kept(directory, stored)
+        if why is None and older_than_s is not None \
+                and now - _last_write(directory) < older_than_s:
+            why = "written recently"
+        if why is None:
+            shutil.rmtree(directory, ignore_errors=True)
+            why = "could not be removed" if directory.exists() else None
+        if why is None:
+            removed.append(directory.name)
+        else:
+            kept[directory.name] = why
+    print(json.dumps({"removed": removed, "kept": kept}))
+    return 0
+
+
+def spools(root: Path) -> list[Path]:
+    """The soak spools under root (~/.gate/soaks): every directory holding a spec or
+    a state; anything else there is not the agent's to remove."""
+    try:
+        found = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except FileNotFoundError:
+        return []
+    return [p for p in found if (p / SPEC).is_file() or (p / STATE).is_file()]

@@ -3,8 +3,10 @@
 Every exchange is one short command over the gate's own Transport (plain argv, no shell):
 `gate-agent soak-start` once, `soak-pull --after K` every few seconds (the soak's state
 and every window written after K; the gate stores windows by (run, index), so a window
-pulled twice is stored once), `soak-stop` to end it early. The soak itself never needs
-this side: it writes its spool on the client host whether or not anyone reads it.
+pulled twice is stored once), `soak-stop` to end it early, `soak-clean` to remove its
+spool there once every window is stored (and, at each start, the spools of soaks ended
+long ago that no viewer came back for). The soak itself never needs this side: it writes
+its spool on the client host whether or not anyone reads it.
 
 The soak's clock is the client host's. Its start (`started_at`) places each window on
 the gate's clock, where the accelerator's device reads are sampled
@@ -25,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.errors import MeasurementError, ParseError
@@ -121,6 +123,21 @@ class RemoteSoak:
             args += ["--kill-after", f"{kill_after:g}"]
         res = self.transport.run(args, timeout=(kill_after or 0) + 60).check(STAGE)
         return self._json(res.stdout, args)
+
+    def clean(self, stored: int) -> dict[str, Any]:
+        """Remove this soak's spool there, unless its soak runs or it holds a window after
+        `stored` (the last index the gate stored: a resume needs the rest). The agent's
+        answer: removed (names), kept (name -> why)."""
+        argv = [*self._command("soak-clean"), "--stored", str(stored)]
+        return self._json(self.transport.run(argv, timeout=120).check(STAGE).stdout, argv)
+
+    def sweep(self, older_than_days: float) -> dict[str, Any]:
+        """Remove every ended soak's spool beside this one (under ROOT) not written for
+        that many days (a viewer that never came back); a running soak's is never touched."""
+        root = str(PurePosixPath(self.directory).parent)
+        argv = [*self.agent, "soak-clean", "--root", root, "--older-than",
+                f"{older_than_days:g}"]
+        return self._json(self.transport.run(argv, timeout=300).check(STAGE).stdout, argv)
 
     def _json(self, stdout: str, argv: Sequence[str]) -> dict[str, Any]:
         lines = stdout.strip().splitlines()

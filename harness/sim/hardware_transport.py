@@ -17,6 +17,7 @@ simulator: a host with `gate_sim_hardware=PROFILE` gets it through `wrap`.
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from harness.transport.result import CommandResult
 
 SIM_HARDWARE_VAR = "gate_sim_hardware"  # a profile name (harness/sim/hosts); selects wrap()
 SIM_CAPTURES_VAR = "gate_sim_captures"  # a directory of one's own captures (optional)
+SIM_HOME_VAR = "gate_sim_home"  # where the host's commands start, as an SSH login's (optional)
 
 
 def wrap(host: BackendHost, inner: Transport) -> SimulatedHardwareTransport:
@@ -51,7 +53,62 @@ def wrap(host: BackendHost, inner: Transport) -> SimulatedHardwareTransport:
         raise InventoryError(
             f"host {host.name}: {SIM_HARDWARE_VAR}={name} is not a simulated hardware profile",
             hint=f"known: {', '.join(sorted(catalog.profiles))}")
+    home = host.vars.get(SIM_HOME_VAR)
+    if home:
+        where = Path(str(home)).expanduser()
+        if not where.is_absolute() and host.inventory_dir is not None:
+            where = host.inventory_dir / where
+        inner = HomeTransport(inner, where.resolve())
     return SimulatedHardwareTransport(inner, profile, catalog, host.on_simulated)
+
+
+class HomeTransport:
+    """`inner` (this machine) with its commands started in `home`, as an SSH login's start
+    in its home directory: the load agent's relative paths (~/.gate/...) then land in the
+    simulated host's own directory, not in the gate's working directory."""
+
+    def __init__(self, inner: Transport, home: Path) -> None:
+        self.inner = inner
+        self.host = inner.host
+        self.home = home
+
+    def __repr__(self) -> str:
+        return f"HomeTransport({self.inner!r}, {str(self.home)!r})"
+
+    def _path(self, remote: str) -> str:
+        return remote if remote.startswith("/") else str(self.home / remote)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 60, sudo: bool = False,
+            env: Mapping[str, str] | None = None,
+            stdin: str | bytes | None = None) -> CommandResult:
+        self.home.mkdir(parents=True, exist_ok=True)
+        words = command.validate_argv(argv)
+        return self.inner.run(["env", "-C", str(self.home), *words], timeout=timeout,
+                              sudo=sudo, env=env, stdin=stdin)
+
+    def run_shell(self, script: str, *, timeout: float = 60, sudo: bool = False) -> CommandResult:
+        self.home.mkdir(parents=True, exist_ok=True)
+        return self.inner.run_shell(f"cd {shlex.quote(str(self.home))} || exit 1\n{script}",
+                                    timeout=timeout, sudo=sudo)
+
+    def put(self, local: Path, remote: str) -> None:
+        self.inner.put(local, self._path(remote))
+
+    def get(self, remote: str, local: Path) -> None:
+        self.inner.get(self._path(remote), local)
+
+    def read_file(self, remote: str) -> bytes:
+        return self.inner.read_file(self._path(remote))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> HomeTransport:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 class SimulatedHardwareTransport:

@@ -32,6 +32,10 @@ GPU_HARDWARE = {"bad-arrival": "gpu-t4"}
 DEFAULT_GPU_HARDWARE = "gpu-8xv100s"
 STORAGE_HARDWARE = "storage-nvme"
 CLIENT_HARDWARE = "client"
+# The client host's home in the demo's directory (`load.placement: client` ships the load
+# agent to ~/.gate there), as an SSH login's home: harness/sim/hardware_transport.py.
+CLIENT_HOME = "loadgen-sim-home"
+CLIENT_VARS = f"gate_sim_hardware={CLIENT_HARDWARE} gate_sim_home={CLIENT_HOME}"
 
 UNVERIFIABLE = {
     "pcie": "the simulated hosts have no lspci capture of their own machine",
@@ -125,12 +129,13 @@ def inventory(scenario: str) -> str:
 # Written by `gate demo`: every simulated host is this machine. gate_sim_hardware makes a
 # host answer its hardware tools (nvidia-smi, nvme, lspci, ...) from captured real outputs
 # (`gate hosts check` shows which); every other command runs here for real.
+# gate_sim_home: where the client host's commands start (its ~, for the load agent).
 [gpu]
 gpu1 ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={gpu_hardware(scenario)}
 [storage]
 fx100-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={STORAGE_HARDWARE}
 [client]
-loadgen-sim ansible_connection=local ansible_host=127.0.0.1 gate_sim_hardware={CLIENT_HARDWARE}
+loadgen-sim ansible_connection=local ansible_host=127.0.0.1 {CLIENT_VARS}
 """
 
 

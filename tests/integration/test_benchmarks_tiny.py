@@ -29,6 +29,7 @@ TINY = {
     "g1_fanout.py": ("--latency", "0.01", "--hosts", "1,2"),
     "g3_validity.py": ("--trials", "2", "--tiers", "4", "--jobs", "1"),
     "g4_soak.py": ("--windows", "40"),
+    "g4_agent.py": ("--windows", "30", "--measure", "2", "--agent", "here"),
     "g4_memory.py": ("--minutes", "0.1", "--window", "1", "--every", "1"),
     "gc_pause.py": ("--phases", "2", "--requests", "8"),
     "remote.py": ("--records", "2000", "--requests", "64", "--trials", "1", "--skip-bundle"),
@@ -131,6 +132,18 @@ def test_g4_soak(tmp_path: Path) -> None:
           rf"in {N} s$",
           r"^total pull \+ judge .* goal <= 10 s \(error_rate PASS, .* engaged PASS, "
           r"engine_clock PASS\)$")
+
+
+@pytest.mark.slow
+def test_g4_agent(tmp_path: Path) -> None:
+    lines(run("g4_agent.py", tmp_path),
+          rf"^spool: 28 window files written in {N} s$",
+          r"^cadence at 60 s windows: a pull every 15 s \(4 a window\), an agent check "
+          r"every 30 s \(2 a window\)$",
+          rf"^pull: 8 pulls at 28\.\.30 windows, CPU {N} ms a pull \(min {N}, max {N}\)",
+          r"^agent check: not measured",
+          rf"^per window: {N} ms CPU = {N}% of a core at 60 s windows   goal < 1 % "
+          r"\((met|NOT met)\)$")
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -38,21 +39,11 @@ SHORT = {"duration": f"{WINDOWS}s", "window": "1s", "baseline": "3s", "concurren
 
 @pytest.fixture(scope="module")
 def agent_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The agent's wheel dir for this machine's Python (the lab's hosts run it), as `gate
-    bundle` makes one per target: gate-agent and its dependencies (~6 s from pip's local
-    indexes, where the whole bundle takes ~35 s)."""
-    from harness.bundle.agent_wheel import AGENT_NAME, build_agent_wheel
-    from harness.bundle.targets import agent_targets, running_target
-    from harness.bundle.wheels import fetch_complete
-
-    here = running_target()
-    (target,) = [t for t in agent_targets([here]) if t.python == here.python]
-    root = tmp_path_factory.mktemp("agent")
-    wheels = root / target.key
-    wheels.mkdir()
-    wheel = build_agent_wheel(wheels)
-    fetch_complete([str(wheel)], [AGENT_NAME], wheels, target, target.marker_env())
-    return root
+    """The gate's cache (XDG_CACHE_HOME) where it makes the agent's wheels itself: the
+    tests run from a checkout, with no bundle and no load.agent_wheels, so `placement:
+    client` ships wheels made from this venv (harness.bundle.local_agent), over SSH,
+    verified as a bundle's are."""
+    return tmp_path_factory.mktemp("cache")
 
 
 @pytest.fixture
@@ -67,10 +58,11 @@ def _site(lab: Lab, site: Path, shared: Path, agent: Path) -> tuple[Path, dict[s
     path = write_site(lab, site, shared, base_extra=[], acc_extra=[])
     cfg = yaml.safe_load(path.read_text())
     cfg["gates"]["g4"] = SHORT
-    cfg["load"].update(placement="client", agent_wheels=str(agent))
+    cfg["load"].update(placement="client")
+    cfg["load"].pop("agent_wheels", None)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = {**os.environ, "GATE_DB": f"sqlite:///{site / 'gate.db'}",
-           "GATE_SUDO_PASSWORD": lab.password}
+           "GATE_SUDO_PASSWORD": lab.password, "XDG_CACHE_HOME": str(agent)}
     return path, env
 
 
@@ -81,6 +73,33 @@ def _remote_spool(lab: Lab, site: Path) -> Path | None:
         return lab.home / str(json.loads(record.read_text())["directory"])
     except (OSError, ValueError, KeyError):
         return None
+
+
+def _last_pulled(site: Path) -> dict[str, Any]:
+    """The soak's state as the gate last pulled it (its spool there may be gone since)."""
+    path = site / "artifacts" / "run-1" / "g4-soak" / "client-state.json"
+    return dict(json.loads(path.read_text()))
+
+
+def _spool_events(site: Path) -> list[tuple[str, str]]:
+    return [(status, message) for status, message in _query(
+        site, "SELECT status, message FROM event WHERE run_id = 1 AND host = 'jump' "
+              "AND name = 'G4 soak spool' ORDER BY at")]
+
+
+def _plant(lab: Lab, name: str, days: float) -> Path:
+    """An ended soak's spool on the client host, last written `days` ago."""
+    root = lab.home / ".gate" / "soaks" / name
+    (root / "windows").mkdir(parents=True, exist_ok=True)
+    (root / "spec.json").write_text("{}")
+    (root / "state.json").write_text(json.dumps({"status": "done", "pid": 1}))
+    (root / "windows" / "000000.json").write_text('{"index": 0}')
+    when = time.time() - days * 86400
+    for path in (lab.home / ".gate", lab.home / ".gate" / "soaks", *root.rglob("*"), root):
+        subprocess.run(["chown", f"{lab.user}:{lab.user}", str(path)], check=True)
+        if path.is_relative_to(root):
+            os.utime(path, (when, when))
+    return root
 
 
 def _state(spool: Path | None) -> dict[str, Any]:
@@ -125,6 +144,8 @@ def _start(path: Path, site: Path, env: dict[str, str]) -> subprocess.Popen[str]
 def test_the_soak_runs_on_the_client_host_and_outlives_its_killed_viewer(
         ssh_lab: Lab, tmp_path: Path, shared_dir: Path, agent_wheels: Path) -> None:
     path, env = _site(ssh_lab, tmp_path, shared_dir, agent_wheels)
+    old = _plant(ssh_lab, "run7-20250101T000000-0000old0", 20)  # its viewer never came back
+    recent = _plant(ssh_lab, "run8-20250101T000000-000new0", 3)
     viewer = _start(path, tmp_path, env)
     try:
         spool = _wait_remote(ssh_lab, tmp_path, 4, viewer)
@@ -139,7 +160,11 @@ def test_the_soak_runs_on_the_client_host_and_outlives_its_killed_viewer(
     assert not (local / "state.json").exists()  # no soak ran on the gate's machine
     status = subprocess.run([*GATE, "status", "-c", str(path)], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
-    assert "its soak on jump was running when last seen" in status.stdout, status.stdout
+    assert "its soak on jump was running when last seen" in " ".join(
+        status.stdout.split()), status.stdout  # a note wraps between words
+    assert len(list((spool / "windows").glob("*.json"))) >= 4  # kept: not stored yet
+    assert not old.exists() and recent.exists()  # swept at the soak's start: 14 days
+    shutil.rmtree(recent)
 
     resumed = subprocess.run([*GATE, "resume", "1", "-c", str(path)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)
@@ -150,9 +175,12 @@ def test_the_soak_runs_on_the_client_host_and_outlives_its_killed_viewer(
     events = _query(tmp_path, "SELECT name, host FROM event WHERE run_id = 1 "
                               "AND name IN ('G4 soak started', 'G4 soak attached')")
     assert sorted(events) == [("G4 soak attached", "jump"), ("G4 soak started", "jump")]
-    final = _state(spool)
+    final = _last_pulled(tmp_path)
     assert final["status"] == "done" and final["pid"] == pid  # one soak, never stopped
-    assert len(list((spool / "windows").glob("*.json"))) == WINDOWS
+    assert final["windows_written"] == WINDOWS
+    # every window it wrote is stored: its spool on the client host is gone
+    assert not spool.exists()
+    assert [st for st, _ in _spool_events(tmp_path)] == ["changed"]
     reads = _query(tmp_path, "SELECT COUNT(*) FROM series WHERE run_id = 1 AND source = 'h2'"
                              " AND metric = 'g4:device_read_bytes'")[0][0]
     assert reads >= 2  # the devices are read by the gate itself, over its own SSH
@@ -188,13 +216,14 @@ def test_abort_stops_the_soak_left_on_the_client_host(
     assert aborted.returncode == 0, aborted.stdout + aborted.stderr[-3000:]
     assert f"soak: pid {pid} on jump stopped after " in aborted.stdout, aborted.stdout
     assert not _alive(pid)
-    state = _state(spool)
+    state = _last_pulled(tmp_path)
     assert state["status"] == "stopped", state
-    written = len(list((spool / "windows").glob("*.json")))
-    assert 3 <= written < WINDOWS and state["windows_written"] == written
+    written = int(state["windows_written"])
+    assert 3 <= written < WINDOWS
     idx = [i for (i,) in _query(tmp_path, "SELECT idx FROM soak_window WHERE run_id = 1 "
                                           "ORDER BY idx")]
     assert idx == list(range(written))  # what it wrote is kept, each window once
+    assert not spool.exists()  # stored, so its spool there went
 
 
 @ALL_PLACEMENTS
@@ -211,6 +240,8 @@ def test_a_soak_killed_on_the_client_host_is_error_with_its_windows_kept(
     assert kept >= 3
     outcomes = {o for (o,) in _query(tmp_path, 'SELECT outcome FROM "check" WHERE run_id = 1')}
     assert outcomes == {"ERROR"}
+    assert kept == _last_pulled(tmp_path)["windows_written"]  # every window it wrote
+    assert not spool.exists()  # all stored: the spool there is not needed for a resume
 
 
 @ALL_PLACEMENTS
@@ -234,8 +265,9 @@ def test_the_client_hosts_sshd_killed_mid_soak_loses_no_window(
     idx = [i for (i,) in _query(tmp_path, "SELECT idx FROM soak_window WHERE run_id = 1 "
                                           "ORDER BY idx")]
     assert idx == list(range(WINDOWS))  # each window once, none missing
-    final = _state(spool)
+    final = _last_pulled(tmp_path)
     assert final["status"] == "done" and final["pid"] == pid
+    assert not spool.exists()
     pulls = [status for (status,) in _query(
         tmp_path, "SELECT status FROM event WHERE run_id = 1 AND host = 'jump' "
                   "AND name = 'G4 soak pull' ORDER BY at")]
