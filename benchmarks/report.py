@@ -3,7 +3,8 @@
 1. A G4-sized run: 1 000 000 request rows and 4 000 soak windows (the soak_window table,
    G4's section with its windows plot) -> HTML + PDF. Target <= 20 s and <= 1.5 GB RSS.
 2. A one-gate (G3) PDF in Chinese, timed as the user runs it (`gate report RUN --lang zh`,
-   a fresh process: imports, fonts and all). Target <= 5 s.
+   a fresh process: imports, fonts and all). Target <= 3 s on a quiet 2-core machine
+   (issue 27 item 6; it was 5 s).
 
 Each render runs in its own process so its peak RSS is its own, not the fill's.
 
@@ -29,13 +30,25 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+ZH_TARGET_S = 3.0  # one-gate zh PDF, `gate report` wall time
 sys.path.insert(0, str(REPO / "tests"))
 
 
 def render_child(db: str, run_id: int, out: str, lang: str, fmt: str) -> None:
-    """Child mode: render once, print seconds per stage and peak RSS as JSON."""
-    t0 = time.perf_counter()
-    import weasyprint  # noqa: F401  (import cost counted apart from rendering)
+    """Child mode: render once, print seconds per stage (wall, and CPU: on a loaded
+    machine the wall time is mostly waiting for a core) and peak RSS as JSON. The
+    collector is paced as `gate report` paces it (harness/report/pace.py)."""
+    from harness.report.pace import fewer_collections
+
+    with fewer_collections():
+        _render_child(db, run_id, out, lang, fmt)
+
+
+def _render_child(db: str, run_id: int, out: str, lang: str, fmt: str) -> None:
+    t0, c0 = time.perf_counter(), time.process_time()
+    from harness.report.weasy import import_weasyprint
+
+    import_weasyprint()  # as write_pdf imports it; its cost counted with the imports
 
     from harness.report.api import write_report
     from harness.report.build import build_run_report
@@ -43,12 +56,12 @@ def render_child(db: str, run_id: int, out: str, lang: str, fmt: str) -> None:
     from harness.report.i18n import translator
     from harness.store.db import Store
 
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     store = Store(db)
     report = build_run_report(store, run_id, translator(lang), choose_fonts(lang))
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     paths = write_report(report, Path(out), fmt)
-    t3 = time.perf_counter()
+    t3, c3 = time.perf_counter(), time.process_time()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     try:  # asked here, where weasyprint is loaded anyway (importing it costs ~1.5 s)
         from weasyprint.text.ffi import harfbuzz_subset  # type: ignore[attr-defined]
@@ -57,7 +70,9 @@ def render_child(db: str, run_id: int, out: str, lang: str, fmt: str) -> None:
     except ImportError:
         harfbuzz = "unknown"
     print(json.dumps({"imports": t1 - t0, "build": t2 - t1, "write": t3 - t2,
-                      "total": t3 - t0, "rss_mb": rss, "harfbuzz": harfbuzz,
+                      "total": t3 - t0, "cpu": {"imports": c1 - c0, "build": c2 - c1,
+                                                "write": c3 - c2, "total": c3 - c0},
+                      "rss_mb": rss, "harfbuzz": harfbuzz,
                       "sizes_kb": [p.stat().st_size // 1024 for p in paths]}))
 
 
@@ -117,12 +132,15 @@ def main() -> None:
             walls.append(time.perf_counter() - t)
             cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         split = child(db, g3, root / "g3-split.pdf", "zh", "pdf")
+        cpu = split["cpu"]
         parts = (f"imports {split['imports']:.2f}, build {split['build']:.2f}, "
-                 f"PDF {split['write']:.2f}")
+                 f"PDF {split['write']:.2f}; CPU imports {cpu['imports']:.2f}, build "
+                 f"{cpu['build']:.2f}, PDF {cpu['write']:.2f}, {cpu['total']:.2f} in all")
         if walls:
             print(f"one-gate G3 PDF, zh, `gate report` wall: min {min(walls):.2f} s, median "
                   f"{statistics.median(walls):.2f} s over {len(walls)} ({parts}); "
-                  f"CPU {min(cpus):.2f} s; vs target 5 s: {min(walls) / 5:.2f}x of budget")
+                  f"CPU {min(cpus):.2f} s; vs target {ZH_TARGET_S:g} s: "
+                  f"{min(walls) / ZH_TARGET_S:.2f}x of budget")
         else:  # --repeat 0
             print(f"one-gate G3 PDF, zh, in one process: {split['total']:.2f} s ({parts}); "
                   "`gate report` not timed (--repeat 0)")

@@ -288,6 +288,9 @@ CODES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "g2.rep_saturated": {"rep", "detail"},
     "g2.mount": {"source", "fstype", "target"},
     "g2.fio_measured": {"value", "unit", "where"},
+    "g2.fio_measured_io": {"value", "unit", "io", "where"},  # how fio did its I/O too
+    "g2.io_buffered": set(),
+    "g2.io_direct": set(),
     "g2.smi_no_gpu": set(),
     "g2.gds_measured": {"version", "supporting", "gpus", "verified"},
     "g2.verified": set(),

@@ -120,8 +120,8 @@ def test_fio(gate: GateContext, site: SiteConfig, check: CheckRecorder, cell: Fi
                                stage="g2 fio")
     value = g2fio.figure(parsed, cell.job)
     unit = g2fio.job(cell.job, g2.numjobs).figure
-    check.measure(f"{value:.0f} {unit}, {where}", Reason("g2.fio_measured", {
-        "value": f"{value:.0f}", "unit": unit, "where": where_why}))
+    words, why = g2fio.measured(value, unit, cell.target, where, where_why)
+    check.measure(words, why)
     gate.recorder.host_fact(host=cell.host, key=f"fio {cell.target.name} {cell.job}",
                             value=round(value, 1), simulated=gate.simulated)
     if math.isnan(value):

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.common import set_option
-from harness.cli.tables import Cell, Column, console, render, verdict_cell
 from harness.cli.verbose import transport_lines, verbose_option
 
 if TYPE_CHECKING:
@@ -29,10 +28,6 @@ class _Shown:
 
     def finished(self, step: CampaignStep) -> None:
         return None
-
-
-COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True), Column("run", whole=True),
-           Column("reason", weight=3))
 
 
 @click.command()
@@ -71,11 +66,15 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
     0 when G1 to G3 pass and the shortened G4 needs only its sign-off), 4 for a bad
     --set. -v shows each command the demo's hosts run (a tool answered from a capture is
     not run) and every check's whole message."""
+    from rich.markup import escape
+
+    from harness.cli.campaign_table import print_table
     from harness.cli.common import stderr_console
     from harness.cli.outputs import check_output
     from harness.cli.progress import check_printer, live_progress
+    from harness.cli.wrap import say
     from harness.demo import DEMO_SPEED, run_demo
-    from harness.registry import GATES
+    from harness.store import Store
 
     err = stderr_console()
     check_output(Path(out), "--out", directory=True)
@@ -84,25 +83,15 @@ def demo(out: str, lang: str, scenario: str, speed: float | None, fmt: str,
                           events=_Shown(live), progress=check_printer(live, verbose),
                           say=live.print, db_url=db_url)
     if result.report_problem:
-        err.print(f"report: {result.report_problem}")
-    rows: list[list[Cell | str]] = []
-    steps = {s.gate.id: s for s in result.steps}
-    for spec in GATES:
-        step = steps.get(spec.id)
-        forced = ""
-        if step is None:
-            verdict, reason, run_id = "not run", "", ""
-        elif step.outcome is None:
-            verdict, reason, run_id = "not run", step.note, ""  # page 1's word too
-        else:
-            verdict, forced = step.outcome.verdict.value, " (FORCED)" if step.forced else ""
-            reason, run_id = step.outcome.reason, str(step.outcome.run_id)
-        rows.append([f"{spec.id} {spec.title}", verdict_cell(verdict, verdict + forced),
-                     run_id, reason])
-    # the whole reason, wrapped: it says why G3 did not pass
-    render(console(False), COLUMNS, rows, title=f"demo ({scenario}) - SIMULATED")
+        say(err, escape(f"report: {result.report_problem}"), 4)
+    # the whole reason, wrapped: it says why G3 did not pass; G3's figures as page 1's
+    store = Store(result.site.db_url)
+    try:
+        print_table(result.steps, store, title=f"demo ({scenario}) - SIMULATED")
+    finally:
+        store.close()
     if result.busy:
-        err.print(f"[yellow]note:[/] {result.busy}", highlight=False)
+        say(err, f"[yellow]note:[/] {escape(result.busy)}", 4)
     for path in result.reports:
         print(f"report: {path}")
     print(f"store: {result.site.db_url}")

@@ -19,7 +19,8 @@ from harness.store.fleet import ABCell, CampaignLine, Filters, GateLine, lowest
 
 # Each gate's column is never narrower than its longest word (INCONCLUSIVE, a date), so
 # at 80 columns no verdict is cut; the campaign's name folds instead.
-COLUMNS = (Column("site/campaign", weight=2), *(Column(g, whole=True) for g in GATE_IDS))
+COLUMNS = (Column("site/campaign", weight=2, fold=True),
+           *(Column(g, whole=True) for g in GATE_IDS))
 
 
 def since_epoch(text: str) -> float:

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.common import stderr_console
+from harness.cli.wrap import say, width_of, wrap
 
 if TYPE_CHECKING:  # the runner imports pytest: `gate run --help` must not
     from harness.runner import Progress, RunOutcome
@@ -25,17 +26,29 @@ REDRAW_HZ = 4.0
 
 
 MESSAGE_CHARS = 240  # a check line's message, unless -v
+CHECK_INDENT = 15  # a check line's continuation: under its name, past "  STOP-LOSS "
+STEP_INDENT = 4  # a progress line's continuation in a log
+NBSP = "\u00a0"  # holds a progress line's part together while it is wrapped
+
+
+def _head(text: str, limit: int) -> str:
+    """The start of `text` in at most `limit` characters, cut between words (inside a
+    word only when the text has no space in the last two thirds of the room)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit + 1)
+    return (text[:cut] if cut > limit // 3 else text[:limit]).rstrip()
 
 
 def shorten(message: str, limit: int = MESSAGE_CHARS) -> str:
     """`message` within `limit` characters, keeping what it says to do (the part after its
-    last " -> ") whole: the middle of the cause goes, never the fix."""
+    last " -> ") whole: the end of the cause goes, never the fix; cut between words."""
     if len(message) <= limit:
         return message
     cause, arrow, fix = message.rpartition(" -> ")
     if arrow and len(fix) < limit // 2:
-        return f"{cause[:limit - len(fix) - 8].rstrip()} ... -> {fix}"
-    return message[:limit - 3].rstrip() + "..."
+        return f"{_head(cause, limit - len(fix) - 8)} ... -> {fix}"
+    return _head(message, limit - 4) + " ..."
 
 
 def check_printer(live: LiveLines | None = None, verbose: bool = False) -> Progress:
@@ -43,9 +56,15 @@ def check_printer(live: LiveLines | None = None, verbose: bool = False) -> Progr
     A message is shown when the check did not PASS (shortened, its fix kept: `shorten`);
     `verbose` (-v) shows every check's message, whole. A cause said by an earlier check
     is said once: later checks it hit name that check instead (an unreachable host fails
-    every check on it with the same words)."""
-    say = live.print if live is not None else stderr_console().print
+    every check on it with the same words). A line longer than the terminal wraps on
+    words, under the check's name (harness.cli.wrap)."""
     first: dict[str, str] = {}  # message -> the check that said it first
+
+    def line(markup: str) -> None:
+        if live is not None:
+            live.print(markup, indent=CHECK_INDENT)
+        else:
+            say(stderr_console(), markup, CHECK_INDENT)
 
     def show(name: str, host: str | None, verdict: str, message: str) -> None:
         from rich.markup import escape
@@ -58,7 +77,7 @@ def check_printer(live: LiveLines | None = None, verbose: bool = False) -> Progr
             tail = (f" - {message if verbose else shorten(message)}"
                     if said == name + where or word == "PASS"
                     else f" - the same cause as {said}")
-        say(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {escape(name + where + tail)}")
+        line(f"  [{COLOURS.get(word, 'white')}]{word:>12}[/] {escape(name + where + tail)}")
 
     return show
 
@@ -140,12 +159,13 @@ def step_line(d: dict[str, object], elapsed: float, in_step: float,
 
 def fit(text: str, width: int) -> str:
     """`text` in `width` cells for a line redrawn in place (a wrapped line cannot be
-    erased): first without the words a reader can spare, so the ETA at its end stays."""
+    erased): first without the words a reader can spare, so the ETA at its end stays;
+    else cut after the last whole word that fits."""
     short = text.replace(" requests", "").replace(" elapsed", "")
     for candidate in (text, short, short.replace(" · ", " ")):
         if len(candidate) <= width:
             return candidate
-    return short.replace(" · ", " ")[:width - 1] + "…"
+    return _head(short.replace(" · ", " "), width - 2) + " …"
 
 
 class LiveLines:
@@ -191,12 +211,13 @@ class LiveLines:
         self.drawn = shown
         self.printed = time.monotonic()
 
-    def print(self, markup: str) -> None:
-        """A line (rich markup) above the progress line, which is drawn again under it."""
+    def print(self, markup: str, indent: int = 0) -> None:
+        """A line (rich markup) above the progress line, which is drawn again under it;
+        wrapped on words to the terminal's width, continuation lines `indent` cells in."""
         with self.lock:
             redraw = bool(self.drawn)
             self._erase()
-            self.console.print(markup, highlight=False, soft_wrap=True)
+            say(self.console, markup, indent)
             self.printed = time.monotonic()
             if redraw and self.latest is not None:
                 self._draw(self._line(self.latest))
@@ -208,10 +229,18 @@ class LiveLines:
             self.console.file.flush()
 
     def _say(self, text: str) -> None:
+        """A progress line: redrawn on a terminal; in a log printed, wrapped between its
+        " · " parts ("ETA 0:09" stays on one line)."""
         if self.redraw:
             self._draw(text)
         else:
-            self.console.print(f"  [dim]{text}[/]", highlight=False, soft_wrap=True)
+            from rich.markup import escape
+
+            kept = " · ".join(part.replace(" ", NBSP) for part in text.split(" · "))
+            width = width_of(self.console)
+            for line in wrap(kept, width - 2, STEP_INDENT - 2) if width else [kept]:
+                self.console.print(f"  [dim]{escape(line.replace(NBSP, ' '))}[/]",
+                                   highlight=False, soft_wrap=True)
             self.printed = time.monotonic()
 
     # --- records -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from click.core import ParameterSource
 from harness.cli.common import config_option, db_option
 from harness.cli.outputs import check_output
 from harness.errors import UsageError
+from harness.report.pace import fewer_collections
 
 if TYPE_CHECKING:
     from harness.store import Store
@@ -105,6 +106,7 @@ def _fleet_target(run_id: int | None, campaign: str | None, fleet: bool,
 @config_option
 @db_option
 @click.pass_context
+@fewer_collections()  # its imports too: a quarter of the CPU otherwise (harness/report/pace.py)
 def report(ctx: click.Context, run_id: int | None, campaign: str | None, fleet: bool,
            site: str | None, customer: str | None, accelerator: str | None,
            since: str | None, fmt: str | None, lang: str | None, output: Path | None,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +21,8 @@ from harness.cli.common import (
 from harness.cli.context import open_config, open_store
 from harness.cli.progress import LiveLines, check_printer, live_progress, outcome_line
 from harness.cli.verbose import transport_lines, verbose_option
+from harness.cli.wrap import echo
+from harness.cli.wrap import say as wrapped
 
 if TYPE_CHECKING:
     from harness.campaign import CampaignStep
@@ -94,7 +98,12 @@ def _announce(req: RunRequest, live: LiveLines | None = None) -> None:
     """The run's header on stderr (above the progress line when one is shown)."""
     from rich.markup import escape
 
-    say = live.print if live is not None else stderr_console().print
+    def say(markup: str) -> None:  # wrapped between words, a store's path whole
+        if live is not None:
+            live.print(markup, indent=4)
+        else:
+            wrapped(stderr_console(), markup, 4)
+
     say(f"[bold]{req.gate}[/] {escape(req.loaded.config.campaign.name)} "
         f"({'FORCED, ' if req.forced else ''}store {escape(req.store.url)})")
     if req.loaded.overrides:
@@ -153,11 +162,25 @@ def run(gate: str, pytest_args: tuple[str, ...], config_path: str, overrides: tu
     if suite:
         stderr_console().print(f"custom suite {suite}: recorded on the run, never the "
                                f"gate's verdict")
-    with live_progress() as live, transport_lines(live.print, verbose):
+    with _preflight_refusal(), live_progress() as live, transport_lines(live.print, verbose):
         outcome = run_one(req, progress=check_printer(live, verbose))
     _ended(req, outcome, as_json, junit)
     _sync(req, outcome.run_id)
     sys.exit(outcome.exit_code)
+
+
+@contextmanager
+def _preflight_refusal() -> Iterator[None]:
+    """A pre-flight refusal (harness/workflow/preflight.py): one `gate: error:` line per
+    cause, exit 4; the run was never recorded."""
+    from harness.errors import EXIT_USAGE, PreflightError
+
+    try:
+        yield
+    except PreflightError as exc:
+        for line in exc.lines():
+            click.echo(f"gate: error: {line}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _junit_path(path: Path | None) -> Path | None:
@@ -172,7 +195,7 @@ def _junit_path(path: Path | None) -> Path | None:
 def _ended(req: RunRequest, outcome: RunOutcome, as_json: bool, junit: Path | None) -> None:
     """The run's last line (stdout; stderr with --json, whose stdout is the JSON alone),
     then its JSON and JUnit XML when asked."""
-    click.echo(outcome_line(req.gate, outcome), err=as_json)
+    echo(outcome_line(req.gate, outcome), err=as_json)  # wrapped between words
     if outcome.status == "ABORTED":
         click.echo(interrupted_hint(req.gate, outcome.run_id), err=True)
     if not (as_json or junit):
@@ -228,9 +251,12 @@ def campaign(config_path: str, overrides: tuple[str, ...], inventory_path: str |
     start = start or GATES[0].id
     req = _request(start, config_path, overrides, inventory_path, db_url, False,
                    "scheduled" if scheduled else "manual")
-    with live_progress() as live, transport_lines(live.print, verbose):
+    with _preflight_refusal(), live_progress() as live, transport_lines(live.print, verbose):
         steps = run_campaign(req, from_gate(start), skip_unbuilt=False,
                              events=_Shown(req, live), progress=check_printer(live, verbose))
+    from harness.cli.campaign_table import print_table
+
+    print_table(steps, req.store, title=f"campaign {req.loaded.config.campaign.name}")
     last = steps[-1].outcome if steps else None
     code = last.exit_code if last is not None else 0
     if code != 0:
@@ -253,7 +279,7 @@ class _Shown:
     def finished(self, step: CampaignStep) -> None:
         if step.outcome is not None:
             self.live.clear()  # stdout shares the terminal with the progress line
-            click.echo(outcome_line(step.gate.id, step.outcome))
+            echo(outcome_line(step.gate.id, step.outcome))  # wrapped between words
             _sync(self.req, step.outcome.run_id)
 
 

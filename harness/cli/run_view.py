@@ -19,6 +19,16 @@ def when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else ""
 
 
+def when_short(t: float | None, now: float | None = None) -> str:
+    """A time for a narrow column: "12-05 09:39" this year, "2025-12-05" another (the
+    whole time is in --json)."""
+    if not t:
+        return ""
+    at = dt.datetime.fromtimestamp(t)
+    this_year = dt.datetime.fromtimestamp(now).year if now else dt.datetime.now().year
+    return at.strftime("%m-%d %H:%M") if at.year == this_year else at.strftime("%Y-%m-%d")
+
+
 def iso(t: float | str | None) -> str | None:
     """An epoch time as ISO 8601 with its UTC offset, for --json (a float of seconds
     means nothing to a reader or a spreadsheet)."""

@@ -8,18 +8,30 @@ import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option
 from harness.cli.context import gone_hint, open_config, open_store
-from harness.cli.run_view import marks, number, run_dict, shown, status_word, times, when
-from harness.cli.tables import Column, console, render, verdict_cell, wide_option
+from harness.cli.run_view import (
+    marks,
+    number,
+    run_dict,
+    shown,
+    status_word,
+    times,
+    when,
+    when_short,
+)
+from harness.cli.tables import Cell, Column, console, render, verdict_cell, wide_option
 from harness.registry import GATE_IDS
 
-# A gate run shows its gate, a bench or an import its kind: one column, so the list
-# fits 80 columns with no verdict, status, date or mark cut.
+# A gate run shows its gate, a bench or an import its kind, in one column; the status is
+# said in the verdict's column only when the run is not FINISHED (RUNNING, ABORTED); the
+# start to the minute, its year only when not this year's: the list fits 80 columns with
+# no verdict, date or mark cut, and where the reason does not fit beside them it goes
+# under its row.
 LIST_COLUMNS = (Column("run", whole=True), Column("gate", whole=True),
-                Column("status", whole=True), Column("verdict", whole=True),
-                Column("started", whole=True), Column("marks", whole=True),
-                Column("reason", weight=2))
+                Column("verdict", whole=True), Column("started", whole=True),
+                Column("marks"), Column("reason", weight=3, below=True))
 CHECK_COLUMNS = (Column("check"), Column("host"), Column("outcome", whole=True),
-                 Column("expected"), Column("measured"), Column("message", weight=3))
+                 Column("expected"), Column("measured"),
+                 Column("message", weight=3, below=True))
 
 
 @click.group()
@@ -46,9 +58,18 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
         emit_json([times(d, "started_at", "finished_at") for d in rows])
         return
     render(console(wide), LIST_COLUMNS, [
-        [str(d["id"]), d["gate"] or d["kind"], status_word(d),
-         verdict_cell(d["effective_verdict"] or "", shown(d["effective_verdict"] or "")),
-         when(d["started_at"]), marks(d), d["reason"] or ""] for d in rows])
+        [str(d["id"]), d["gate"] or d["kind"], _verdict(d), when_short(d["started_at"]),
+         marks(d), d["reason"] or ""] for d in rows])
+
+
+def _verdict(d: dict[str, Any]) -> Cell:
+    """The run's effective verdict, and its status when it is not FINISHED: "RUNNING
+    (stale)", "ERROR (ABORTED)"."""
+    word = d["effective_verdict"] or ""
+    status = status_word(d)
+    text = shown(word) if status == "FINISHED" or status == word else \
+        status if status.startswith(word) else f"{shown(word)} ({status})"
+    return verdict_cell(word, text)
 
 
 @runs.command("show")
@@ -59,6 +80,9 @@ def runs_list(db_url: str | None, campaign: str | None, gate: str | None, as_jso
 def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> None:
     """One run: its row, checks, sign-offs, and the decision settings that differ from
     the defaults."""
+    from rich.markup import escape
+
+    from harness.cli.wrap import say
     from harness.labels import check_label
     from harness.registry import gate_spec
     from harness.runner import suite_hooks
@@ -90,23 +114,21 @@ def runs_show(run_id: int, db_url: str | None, as_json: bool, wide: bool) -> Non
         return
     out = console(wide)
     shown_marks = marks(d)
-    out.print(f"run {d['id']} {d['kind']} {d['gate'] or ''}: "
-              f"{shown(d['effective_verdict'])}"
-              + (f" ({shown_marks})" if shown_marks else "")
-              + (f" - {d['reason']}" if d["reason"] else ""), highlight=False, markup=False)
-    out.print(f"  uid {d['uid']}", highlight=False, markup=False)
-    for x in settings:
-        out.print(f"  decision setting {x.line()}: {x.why}", highlight=False, markup=False)
+    lines = [f"run {d['id']} {d['kind']} {d['gate'] or ''}: {shown(d['effective_verdict'])}"
+             + (f" ({shown_marks})" if shown_marks else "")
+             + (f" - {d['reason']}" if d["reason"] else ""), f"  uid {d['uid']}"]
+    lines += [f"  decision setting {x.line()}: {x.why}" for x in settings]
     if d["process"] == "gone":
-        out.print(f"  its process is gone: {gone_hint(run_id)}", highlight=False,
-                  markup=False)
+        lines.append(f"  its process is gone: {gone_hint(run_id)}")
+    for line in lines:
+        say(out, escape(line), 4)
     render(out, CHECK_COLUMNS, [
         [c["label"], c["host"] or "", verdict_cell(c["outcome"]), c["expected"] or "",
          c["measured"] or "", c["message"] or ""] for c in d["checks"]])
     for s in d["signoffs"]:
         who = f"{s['os_user']}@{s['hostname']}" if s["os_user"] else ""
-        out.print(f"signed by {s['name']} ({s['role']}{', as ' + who if who else ''}) "
-                  f"{when(s['at'])}: {s['note']}", markup=False)
+        say(out, escape(f"signed by {s['name']} ({s['role']}{', as ' + who if who else ''}) "
+                        f"{when(s['at'])}: {s['note']}"), 4)
 
 
 @runs.command("abort")

@@ -8,8 +8,9 @@ import click
 
 from harness.cli.common import config_option, db_option, emit_json, json_option
 from harness.cli.context import campaign_name, gone_hint, open_store
-from harness.cli.run_view import marks, run_dict, times, when
+from harness.cli.run_view import marks, run_dict, times, when_short
 from harness.cli.tables import Cell, Column, console, render, verdict_cell, wide_option
+from harness.cli.wrap import say
 
 
 def _campaign_or_fail(asked: tuple[str, str] | None, explicit: str | None,
@@ -53,6 +54,8 @@ COLUMNS = (Column("gate", whole=True), Column("verdict", whole=True),
 def status(config_path: str, db_url: str | None, campaign: str | None, as_json: bool,
            wide: bool) -> None:
     """Each gate's latest verdict, date and marks for the campaign."""
+    from rich.markup import escape
+
     from harness.campaign import gate_states
     from harness.registry import gate_spec
     from harness.store import runs as store_runs
@@ -98,12 +101,13 @@ def status(config_path: str, db_url: str | None, campaign: str | None, as_json: 
             else " (a run is in progress)" if state else "")
         date = r["date"]
         cells.append([f"{r['gate']} {r['name']}", verdict_cell(str(r["verdict"])),
-                      str(r["run"] or ""), when(date if isinstance(date, float) else None),
+                      str(r["run"] or ""),
+                      when_short(date if isinstance(date, float) else None),
                       shown_marks.strip(), _attempts_text(r["attempts"])])
     out = console(wide)
     render(out, COLUMNS, cells, title=f"campaign {name}")
     for note in notes:
-        out.print(note, markup=False, highlight=False, soft_wrap=True)
+        say(out, escape(note), 4)
 
 
 def _detached(store: Any, gate: str, run_id: int) -> str | None:

@@ -87,6 +87,25 @@ def wanted(target: FioTarget, name: str, fraction: float) -> tuple[str, float | 
             value * fraction)
 
 
+def io_mode(target: FioTarget) -> tuple[str, Reason]:
+    """How fio read and wrote (its --direct), in words and as a Reason: `direct: false`
+    goes through the page cache, whose figures can be the host's memory rather than the
+    device (a reader must know before comparing them with a datasheet or a KV tier)."""
+    if target.direct:
+        return "direct I/O", Reason("g2.io_direct")
+    return "buffered (page cache)", Reason("g2.io_buffered")
+
+
+def measured(value: float, unit: str, target: FioTarget, where: str,
+             where_why: Reason | str) -> tuple[str, Reason]:
+    """A fio figure with how fio did its I/O and what it ran on ("1109 MB/s, buffered
+    (page cache), /dev/vda (ext4) at /"), in English and as a Reason."""
+    io, io_why = io_mode(target)
+    return (f"{value:.0f} {unit}, {io}, {where}",
+            Reason("g2.fio_measured_io", {"value": f"{value:.0f}", "unit": unit, "io": io_why,
+                                          "where": where_why}))
+
+
 def wanted_why(target: FioTarget, name: str, fraction: float) -> Reason:
     """`wanted`'s words as a Reason (harness.reasons), for the report's languages."""
     spec = target.spec

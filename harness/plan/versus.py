@@ -10,6 +10,7 @@ expected a slower TTFT than the engine showed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.plan.formulas import TierPlan, plan
@@ -39,11 +40,17 @@ def read_bandwidth(hosts: tuple[str, ...], g2: G2Measured) -> Sourced:
     return measured.seq_read if measured.seq_read.value is not None else measured.gds_read
 
 
-def predictions(planned: Planned, g2: G2Measured) -> tuple[Prediction, ...]:
-    """Every layout and tier of `planned`, in order."""
+def predictions(planned: Planned, g2: G2Measured,
+                reads: Mapping[str, Sourced] | None = None) -> tuple[Prediction, ...]:
+    """Every layout and tier of `planned`, in order. `reads` (layout -> one host's read
+    bandwidth) replaces G2's figures where they measured something else than the KV tier
+    (a simulated run: fio read this machine's disk, the tier is modelled); a layout it
+    does not name then has no accelerated prediction, rather than one from the wrong
+    device."""
     out = []
     for inputs, hosts in zip(planned.inputs, planned.hosts, strict=True):
-        read = read_bandwidth(hosts, g2)
+        read = (read_bandwidth(hosts, g2) if reads is None
+                else reads.get(inputs.layout, Sourced(None)))
         for tier in plan(inputs):
             acc = (predicted_ttft_p50(tier, read.value, "accelerated")
                    if read.value is not None else None)

@@ -27,9 +27,12 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from harness.errors import ParseError
-from harness.transport.base import Transport
+
+if TYPE_CHECKING:  # a type only: the report reads ModelFile without the transports
+    from harness.transport.base import Transport
 
 _FORMAT = "gate-code 1"
 MIB = 1024 * 1024

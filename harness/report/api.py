@@ -13,6 +13,7 @@ from harness.report.build import build_campaign_report, build_run_report
 from harness.report.fonts import choose_fonts
 from harness.report.i18n import translator
 from harness.report.model import Report
+from harness.report.pace import fewer_collections
 from harness.report.render import render_html, write_pdf
 from harness.store.db import Store
 
@@ -55,6 +56,7 @@ def _with_logo(report: Report, logo: str | None) -> Report:
     return report.model_copy(update={"logo": logo}) if logo else report
 
 
+@fewer_collections()  # a quarter of the CPU otherwise (harness/report/pace.py)
 def render_run_report(store: Store, run_id: int, out: Path, lang: str = "en",
                       fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     """Render one run's report to `out` (suffix replaced per format); returns the paths."""
@@ -64,6 +66,7 @@ def render_run_report(store: Store, run_id: int, out: Path, lang: str = "en",
     return write_report(_with_logo(report, logo), out, fmt)
 
 
+@fewer_collections()  # a quarter of the CPU otherwise (harness/report/pace.py)
 def render_campaign_report(store: Store, campaign: str, out: Path, lang: str = "en",
                            fmt: str = "pdf", logo: str | None = None) -> list[Path]:
     """Render a campaign's report (latest run of each gate, trends) to `out`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.report import fmt, readable
+from harness.report import factwords, fmt, readable
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Appendix, Artifact, HostFact, RunAppendix, Table
@@ -54,16 +54,19 @@ def engine_versions(frames_list: list[RunFrames], t: Translator) -> Table:
             if _engine_card(key, fact.value):
                 for sub in ENGINE_CARD:
                     if fact.value.get(sub) is not None:
-                        seen[(f"{fact.host} · {key}", sub,
+                        seen[(f"{fact.host} · {factwords.fact_key(t, key)}",
+                              factwords.fact_key(t, sub),
                               _text(readable.scalar(redact(fact.value[sub])), 120))] = None
             elif _is_version_key(key):
-                seen[(str(fact.host), key, _text(redact(fact.value), 120))] = None
+                seen[(str(fact.host), factwords.fact_key(t, key),
+                      _text(redact(fact.value), 120))] = None
         for b in f.benchmarks.itertuples(index=False):
             params = b.params if isinstance(b.params, dict) else {}
             for k, v in params.items():
                 if _is_version_key(str(k)):
-                    src = t("appendix.bench_params", {"arm": b.arm or "—"})
-                    seen[(src, str(k), _text(redact(v), 120))] = None
+                    src = t("appendix.bench_params",
+                            {"arm": factwords.arm(t, str(b.arm)) if b.arm else "—"})
+                    seen[(src, factwords.fact_key(t, str(k)), _text(redact(v), 120))] = None
     return Table(columns=[t("col.source"), t("col.key"), t("col.value")],
                  rows=[list(k) for k in seen])
 
@@ -81,13 +84,14 @@ def fact_value(key: str, value: Any, t: Translator) -> str:
                                        "env": env, "other": len(keys) - argv - env})
     if _engine_card(key, value):  # its model card is in the evidence pack
         value = {k: v for k, v in value.items() if k != "card"}
-    return _text(readable.lines(value), 600)
+    return _text(readable.lines(factwords.fact_value(t, key, value)), 600)
 
 
-def run_appendix(f: RunFrames) -> RunAppendix:
+def run_appendix(f: RunFrames, t: Translator) -> RunAppendix:
     r = f.run
     return RunAppendix(
-        run_id=r.id, gate=r.gate or "—", kind=r.kind, status=r.status, trigger=r.trigger,
+        run_id=r.id, gate=r.gate or "—", kind=r.kind, status=factwords.status(t, r.status),
+        trigger=factwords.trigger(t, r.trigger),
         harness_version=r.harness_version or "—", hostname=r.hostname or "—",
         operator=r.operator or "—", started=fmt.when(r.started_at),
         finished=fmt.when(r.finished_at), config_hash=r.config_hash or "—",
@@ -105,7 +109,8 @@ def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
     for f in frames_list:
         for fact in f.facts.itertuples(index=False):
             if len(facts) < MAX_FACTS:
-                facts.append(HostFact(host=str(fact.host), key=str(fact.key),
+                facts.append(HostFact(host=str(fact.host),
+                                      key=factwords.fact_key(t, str(fact.key)),
                                       value=fact_value(str(fact.key), redact(fact.value), t),
                                       simulated=bool(fact.simulated)))
         logs: dict[str, list[Any]] = {}  # host -> engine-log rows: one line each on paper
@@ -114,7 +119,7 @@ def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
                 logs.setdefault(str(a.host or "—"), []).append(a)
                 continue
             artifacts.append(Artifact(run_id=f.run.id, path=readable.shorten_paths(str(a.path)),
-                                      kind=str(a.kind or "—"),
+                                      kind=factwords.artifact_kind(t, str(a.kind or "—")),
                                       host=str(a.host or "—"), size=fmt.number(a.size),
                                       sha256=str(a.sha256)))
         for host, rows in logs.items():
@@ -122,13 +127,14 @@ def build_appendix(frames_list: list[RunFrames], t: Translator, en: Translator,
             artifacts.append(Artifact(
                 run_id=f.run.id, path=t("appendix.engine_logs", {"n": len(rows),
                                                                   "tails": tails}),
-                kind=ENGINE_LOG, host=host, size=fmt.number(sum(int(r.size) for r in rows)),
+                kind=factwords.artifact_kind(t, ENGINE_LOG), host=host,
+                size=fmt.number(sum(int(r.size) for r in rows)),
                 sha256=t("appendix.in_manifest")))
     definitions = [(t(f"def.{k}.term"), en(f"def.{k}.text"), zh(f"def.{k}.text"))
                    for k in DEFINITIONS]
     runs: list[RunAppendix] = []
     for f in frames_list:  # a configuration shown once; a later run with the same says so
-        run = run_appendix(f)
+        run = run_appendix(f, t)
         same = next((r.run_id for r in runs if r.config == run.config and r.config), None)
         runs.append(run.model_copy(update={"config": [], "config_same_as": same})
                     if same is not None else run)

@@ -23,7 +23,6 @@ from harness.report.i18n import Translator, translator
 from harness.report.model import (
     Badge,
     Criterion,
-    Finding,
     GateAttempts,
     Report,
     Signoff,
@@ -83,7 +82,8 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
     ctx = Context(t=t, fonts=fonts, store=store)
     contributions: list[Contribution] = [builder_for(f.run.gate).build(f, ctx) for f in main]
     criteria: list[Criterion] = [c for x in contributions for c in x.criteria]
-    findings: list[Finding] = [f for x in contributions for f in x.findings]
+    findings, more = page1.reasons([f for x in contributions for f in x.findings],
+                                   [f.run for f in main], [f.checks for f in main], t)
     progress: list[str] = []
     marks: list[str] = []
     signoffs: list[Signoff] = []
@@ -99,6 +99,7 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
     # In the page header of every page (report.css: string(stamp)): a RUNNING run's
     # numbers are not a result, whatever colour its rows have so far.
     running = any(f.run.status == "RUNNING" for f in main)
+    overall, overall_token = page1.overall(badges, t) if not not_a_gate else ("", "")
     stamp = " · ".join(([t("stamp.in_progress")] if running else [])
                        + ([t("stamp.simulated")] if simulated else []))
     return Report(
@@ -116,7 +117,8 @@ def _assemble(*, kind: str, t: Translator, fonts: Fonts, title: str, site: str,
         not_a_gate=not_a_gate, not_a_gate_notes=not_a_gate_notes or [],
         attempts=attempts or [], accepted=accepted,
         settings=[x.settings for x in contributions if x.settings is not None],
-        arms=[x.arms for x in contributions if x.arms is not None])
+        arms=[x.arms for x in contributions if x.arms is not None],
+        overall=overall, overall_token=overall_token, more=more)
 
 
 def _attempts(store: Store, campaign: str, main: list[RunFrames],

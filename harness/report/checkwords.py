@@ -11,8 +11,11 @@ its English: it is shown as stored, and a report in another language marks it as
 
 from __future__ import annotations
 
+from harness.report import factwords
 from harness.report.i18n import Translator
 
+# G2's fio jobs (harness/g2/fio.py), the end of a fio check's parameter
+FIO_JOBS = ("seq-read", "seq-write", "rand-read", "lat-qd1")
 EMPTY = "—"  # what the report shows for a check with no words at all
 
 
@@ -22,11 +25,24 @@ def name(t: Translator, function: str) -> str:
     return t(key) if key in t.messages else function
 
 
-def param(t: Translator, value: str) -> str:
+def param(t: Translator, value: str, host: str | None = None) -> str:
     """A check's parameter (`hardware` of `test_criterion[hardware]`) in the report's
-    language where the catalogue names it; host, layout and tier stay as they are."""
+    language where the catalogue names it; host, layout and tier stay as they are. A
+    per-host check's `{host}-{item}` (`gpu1-gpu-link`, G2's `gpu1-local-disk-seq-read`)
+    says its G1 item or fio job in words, the host and the site's target as written."""
     key = f"checkwords.param.{value}"
-    return t(key) if key in t.messages else value
+    if key in t.messages:
+        return t(key)
+    if not host or not value.startswith(f"{host}-"):
+        return value
+    rest = value[len(host) + 1:]
+    job = next((j for j in FIO_JOBS if rest.endswith(f"-{j}")), None)
+    if job is not None:
+        rest = t("checkwords.target_job", {"target": rest.removesuffix(f"-{job}"),
+                                           "job": factwords.fio_job(t, job)})
+    else:
+        rest = factwords.item(t, rest)
+    return t("checkwords.host_item", {"host": host, "item": rest})
 
 
 def as_stored(t: Translator, text: str) -> str:

@@ -31,6 +31,7 @@ from harness.report.fmt import pct
 from harness.report.fonts import Fonts, choose_fonts
 from harness.report.i18n import VERDICT_TOKENS, Translator, translator
 from harness.report.model import SCHEMA_VERSION, Frozen, Plot
+from harness.report.pace import fewer_collections
 from harness.report.render import column_widths, environment, write_pdf
 from harness.report.resources import read_text
 from harness.store.db import Store
@@ -260,6 +261,7 @@ def store_name(store: Store) -> str:
     return str(path) if path is not None else store.url
 
 
+@fewer_collections()  # harness/report/pace.py
 def render_fleet_report(store: Store, out: Path, lang: str = "en", fmt: str = "pdf", *,
                         filters: Filters | None = None, logo: str | None = None
                         ) -> list[Path]:

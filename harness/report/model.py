@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: a simulated run's storage GB/s are the model's
 
 
 class Frozen(BaseModel):
@@ -62,6 +62,15 @@ class Finding(Frozen):
     gate: str
     token: str
     text: str
+
+
+class MoreFindings(Frozen):
+    """A gate's reasons past those page 1 lists: how many, and the section that has them
+    (the PDF says its page)."""
+
+    gate: str
+    n: int
+    anchor: str  # the gate section's HTML id
 
 
 class Signoff(Frozen):
@@ -176,6 +185,7 @@ class G3Section(Section):
     rules_table: Table | None = None  # per cell: layout, tier, reason, how its CIs were taken
     storage: Table | None = None
     storage_plot: Plot | None = None
+    storage_notes: list[str] = []  # a simulated run: what its tier is modelled at
     evidence: Table | None = None
     crosschecks: Table | None = None  # devices vs cold KV, engine counts, two clocks
     plan: PlanPart | None = None  # predicted against measured TTFT p50 (never a verdict)
@@ -267,3 +277,6 @@ class Report(Frozen):
     settings: list[RunSettings] = []  # per G3 run: decision settings off their defaults
     arms: list[ArmsCheck] = []  # per G3 run: what differed between the arms' engines
     logo: str = ""  # report.logo as a data: URI (image/png, jpeg, gif, svg+xml); "": none
+    overall: str = ""  # the campaign in one line: the furthest gate reached, its verdict
+    overall_token: str = ""  # its tone: the worst of that gate's and the earlier ones'
+    more: list[MoreFindings] = []  # per gate, the reasons past those `findings` lists

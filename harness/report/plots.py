@@ -182,18 +182,31 @@ def downsample(x: np.ndarray, y: np.ndarray,
     return xs, mean, np.minimum.reduceat(y, starts), np.maximum.reduceat(y, starts)
 
 
+def _alone(y: np.ndarray) -> list[int]:
+    """Indices of the points with no drawn neighbour (NaN or the end on both sides)."""
+    drawn = np.isfinite(y)
+    before = np.concatenate([[False], drawn[:-1]])
+    after = np.concatenate([drawn[1:], [False]])
+    return [int(i) for i in np.flatnonzero(drawn & ~before & ~after)]
+
+
 def lines(fonts: Fonts, series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, xlabel: str,
-          ylabel: str, width: float = 6.6, height: float = 2.4) -> str:
-    """Time series, label -> (x, y); long ones are downsampled with an envelope."""
+          ylabel: str, width: float = 6.6, height: float = 2.4,
+          colours: Mapping[str, str] | None = None) -> str:
+    """Time series, label -> (x, y); long ones are downsampled with an envelope.
+    `colours`: label -> colour (an arm's series: ARM_COLOURS by the arm, never by its
+    label, which is in the report's language); others take the palette in order.
+    A point between two gaps (NaN) is marked: a line of one point is not drawn."""
     with _canvas(fonts, width, height) as (_fig, (ax,), out):
         for i, (label, (x, y)) in enumerate(series.items()):
-            colour = ARM_COLOURS.get(label, PALETTE[i % len(PALETTE)])
+            colour = (colours or {}).get(label, PALETTE[i % len(PALETTE)])
             xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
             xs, mean, lo, hi = downsample(xa, ya)
             if xs.size != xa.size:
                 ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
             ax.plot(xs, mean, label=label, color=colour, linewidth=1.1,
-                    marker="o" if xs.size < 30 else None, markersize=3)
+                    marker="o", markevery=None if xs.size < 30 else _alone(mean),
+                    markersize=3)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if series:

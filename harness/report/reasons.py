@@ -10,7 +10,8 @@ from harness.reasons import Reason, from_json
 from harness.report.i18n import Translator, placeholders
 
 # Parameters whose values are words the catalogue translates.
-_WORDS = {"arm": "arm", "criterion": "reason.criterion", "ended": "reason.soak_ended"}
+_WORDS = {"arm": "arm", "criterion": "reason.criterion", "ended": "reason.soak_ended",
+          "item": "words.item"}
 
 
 def known(t: Translator, r: Reason) -> bool:

@@ -19,6 +19,7 @@ from markupsafe import Markup
 from harness.report.i18n import Translator
 from harness.report.model import Report
 from harness.report.resources import read_text
+from harness.report.weasy import import_weasyprint
 
 _UNSAFE_CSS = re.compile(r"[^\w \"',.-]", re.UNICODE)
 HEADER_BOLD = 1.25  # a bold header character against the body's average
@@ -139,7 +140,7 @@ def render_html(report: Report, t: Translator) -> str:
 def write_pdf(html: str, path: Path) -> None:
     """Everything a report needs is inline: WeasyPrint may fetch data: URIs and nothing
     else (air-gapped sites; a stray URL in a string must never reach the network)."""
-    import weasyprint
+    weasyprint = import_weasyprint()
     from weasyprint.urls import URLFetcher
 
     fetcher = URLFetcher(allowed_protocols=("data",))

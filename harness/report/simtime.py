@@ -10,6 +10,12 @@ each start (host_fact `engine identity ...`, flat key `server:gate_sim.speed`), 
 model card (`engine ...`, card.gate_sim.speed), else the arms' start commands in the run's
 config (`--speed X`: G2's serving baseline records no engine facts). One speed for the
 whole run or none: engines at different speeds have no single modelled scale.
+
+The same holds for the bytes the simulated KV tier accounts in its diskstats file: it
+reads the modelled bytes in wall time, so a storage rate is `speed` times the modelled
+one. The tier's modelled bandwidth itself is what each engine's model card says
+(card.gate_sim.tier_read_gbps, one engine alone); a run whose engines did not say it has
+none, and nothing is compared with it.
 """
 
 from __future__ import annotations
@@ -113,6 +119,60 @@ def rate(value: float | None, factor: float | None, t: Translator) -> str:
     return shown + "\n" + t("sim.model", {"value": fmt.rate(value / factor, "").strip()})
 
 
+def gbps(value: float | None, factor: float | None) -> str:
+    """A storage rate: as measured, or in the model's GB/s at a known speed (the
+    simulated tier's bytes in wall time, divided by the speed)."""
+    if value is None or factor is None or not math.isfinite(value):
+        return fmt.gbps(value)
+    return fmt.gbps(value / factor)
+
+
+def _engine_tier(value: Any) -> float | None:
+    card = value.get("card") if isinstance(value, Mapping) else None
+    sim = card.get("gate_sim") if isinstance(card, Mapping) else None
+    return _float(sim.get("tier_read_gbps")) if isinstance(sim, Mapping) else None
+
+
+def tier_gbps(facts: pd.DataFrame, arm: str = "accelerated") -> dict[str, float]:
+    """layout -> the simulated tier's modelled read bandwidth on one host, GB/s: the sum
+    over the arm's engines of the layout on a host (they read through the same tier),
+    the lowest host's; a layout any of whose engines did not say it is left out."""
+    if facts.empty:
+        return {}
+    per_host: dict[str, dict[str, dict[str, float | None]]] = {}
+    prefix = f"engine {arm} "
+    for row in facts.itertuples(index=False):
+        key = str(row.key)
+        if not key.startswith(prefix):
+            continue
+        layout, _, instance = key[len(prefix):].rpartition("#")
+        if layout and instance.isdigit():  # the latest reading of an engine stands
+            per_host.setdefault(layout, {}).setdefault(str(row.host), {})[instance] = (
+                _engine_tier(row.value))
+    found: dict[str, float] = {}
+    for layout, hosts in per_host.items():
+        sums = [sum(v for v in engines.values() if v is not None)
+                if all(v is not None for v in engines.values()) else None
+                for engines in hosts.values()]
+        if sums and all(x is not None for x in sums):
+            found[layout] = min(x for x in sums if x is not None)
+    return found
+
+
 def note(factor: float | None, t: Translator) -> list[str]:
     """The section note that says what the "model" lines are."""
     return [t("sim.note", {"speed": f"{factor:g}"})] if factor is not None else []
+
+
+def tier_note(facts: pd.DataFrame, factor: float | None, t: Translator) -> list[str]:
+    """A simulated run's storage part: what its tier is modelled at on one host (from the
+    run's host facts), and that G2's fio read another device (this machine's disk)."""
+    if factor is None:
+        return []
+    tiers = tier_gbps(facts)
+    if not tiers:
+        return [t("sim.tier_unknown")]
+    listed = t("reason.sep").join(t("sim.tier_layout", {"layout": layout,
+                                                          "gbps": fmt.gbps(gbps)})
+                                  for layout, gbps in sorted(tiers.items()))
+    return [t("sim.tier", {"tiers": listed})]

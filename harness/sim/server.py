@@ -138,6 +138,9 @@ class SimServer:
                          "external_tier": s.external_tier, "speed": s.speed,
                          "simulated": True, "seed": s.seed,
                          "stream_interval": s.stream_interval,
+                         # the tier's modelled read bandwidth, one reader alone (GB/s):
+                         # what a report compares the planner and the storage rates with
+                         "tier_read_gbps": round(self.engine.rates.read_bps / GB, 4),
                          "config": s.reported_config()},
         }
         return _json({"object": "list", "data": [card]})

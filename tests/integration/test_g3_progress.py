@@ -10,6 +10,18 @@ from pathlib import Path
 from g3_site import one_cell_site
 
 
+def _joined(log: str) -> list[str]:
+    """A log's lines with each progress line's continuation (wrapped at the width between
+    its " · " parts, 4 spaces in) put back on it."""
+    out: list[str] = []
+    for line in log.splitlines():
+        if out and line.startswith("    ") and not line.startswith("     "):
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def test_g3_names_every_phase_with_elapsed_and_eta(tmp_path: Path) -> None:
     with one_cell_site(tmp_path) as site:
         # Small phases: what is tested is the lines, not the measurement.
@@ -22,7 +34,7 @@ def test_g3_names_every_phase_with_elapsed_and_eta(tmp_path: Path) -> None:
         cell = " ".join(str(m) for (m,) in site.query(
             "SELECT message FROM \"check\" WHERE name LIKE 'test_cell%'"))
     assert out.returncode in (0, 1, 2), out.stderr
-    lines = [line.strip() for line in out.stderr.splitlines()
+    lines = [line.strip() for line in _joined(out.stderr)
              if "requests ·" in line and not line.strip().startswith("…")]
     assert re.match(r"G3 · TP8 · c=4 · (baseline|accelerated) · pair 1 · warm: 8 requests"
                     r" · 0:\d\d elapsed$", lines[0]), lines[0]

@@ -316,11 +316,12 @@ def test_runs_list_shows_imports_and_benches_as_recorded_never_pass(site_dir: Pa
                                   kind="bench"))
     finish_run(store, old, verdict="PASS", reason="12 requests completed")  # an older harness
     store.close()
-    table = gate(db, "runs", "list")
+    table = gate(db, "runs", "list", "--wide")  # a table, one line a row: columns to read
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.startswith("│ ")]
-    assert [r.split("│")[4].strip() for r in rows if r.split("│")[1].strip()] == [
+    assert [r.split("│")[3].strip() for r in rows if r.split("│")[1].strip()] == [
         "recorded", "recorded"], table.stdout
+    assert "PASS" not in gate(db, "runs", "list").stdout
     assert "PASS" not in table.stdout
     listed = json.loads(gate(db, "runs", "list", "--json").stdout)
     assert [d["effective_verdict"] for d in listed] == ["RECORDED", "RECORDED"]

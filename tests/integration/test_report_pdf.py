@@ -262,3 +262,42 @@ def test_appendix_config_and_facts_are_tables_said_once(
     assert '"gates": {' not in appendix and "{ " not in appendix.split("Definitions")[0]
     assert "gates.g3.thresholds.ttft_p50_drop 0.25" in appendix
     assert appendix.count("The same configuration as run") >= 1
+
+
+def cells(pdf: Path) -> str:
+    """Page 1 in the order it was drawn: a table cell's lines together."""
+    return subprocess.run(["pdftotext", "-raw", "-f", "1", "-l", "1", str(pdf), "-"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_page_one_says_the_campaign_in_one_line_every_reason_and_the_checks_counted(
+        tmp_path: Path) -> None:
+    """Issue 27 item 5: page 1 says the furthest gate reached and its verdict in one line,
+    every reason a gate did not pass (past six a gate, how many more and the page of its
+    section), and the checks counted with the skipped ones and each share, in en and zh."""
+    store = Store(f"sqlite:///{tmp_path / 'gate.db'}")
+    g1 = fill.new_run(store, "G1", campaign="reasons-1")
+    bad = [(f"nvme firmware {i}", f"st{i}", "STOP-LOSS", "SU6SM005", f"SU6SM00{i}")
+           for i in range(1, 10)]
+    skipped = [(f"gds {i}", "gpu1", "SKIPPED", "optional", "not checkable here")
+               for i in range(2)]
+    fill.add_checks(store, g1, [*fill.G1_CHECKS[:3], *bad, *skipped])
+    fill.finish_from_checks(store, g1)
+    en, zh = (render_campaign_report(store, "acme-sh/reasons-1", tmp_path / f"r-{lang}",
+                                     lang, "pdf")[0] for lang in ("en", "zh"))
+    store.close()
+    p1 = flat(text(en, 1))
+    assert "STOP-LOSS at G1, the furthest gate reached (run 1)." in p1 and "verdict" in p1
+    assert "3 PASS (21 %), 9 STOP-LOSS (64 %), 2 SKIPPED (14 %) of 14" in flat(cells(en))
+    listed = [i for i in range(1, 10) if f"nvme firmware {i} on st{i}: expected" in p1]
+    assert listed == [1, 2, 3, 4, 5, 6], p1  # six a gate, then how many more and where
+    more = re.search(r"G1: and 3 more, page (\d+)", p1)
+    assert more is not None, p1
+    section = int(more.group(1))
+    assert section > 1 and "G1 · arrival acceptance STOP-LOSS" in flat(text(en, section))
+    assert "nvme firmware 9" in flat(text(en, section))  # the rest are there
+    z1 = squeeze(text(zh, 1))
+    assert squeeze("止损 (STOP-LOSS)，止于已到达的最远关口 G1（运行 1）。") in z1
+    assert squeeze("共 14 项，通过 3 项（21 %），止损 9 项（64 %），跳过 2 项（14 %）") in \
+        squeeze(cells(zh))
+    assert f"G1：另有3条，见第{section}页" in z1

@@ -54,7 +54,8 @@ def test_models_version_health(url: str) -> None:
     sim = card["gate_sim"]
     config = sim.pop("config")
     assert sim == {"profile": "r1-qwen32b", "tp": 8, "instance": 0, "external_tier": False,
-                   "speed": 1000.0, "simulated": True, "seed": 0, "stream_interval": 1}
+                   "speed": 1000.0, "simulated": True, "seed": 0, "stream_interval": 1,
+                   "tier_read_gbps": 110.56}  # r1's 13.82 GB/s a GPU x TP8
     assert config == EngineSpec(speed=1000.0, tp=8).reported_config()
     assert get_json(url + "/version")["version"].startswith("gate-sim ")
     with urllib.request.urlopen(url + "/health") as r:

@@ -150,7 +150,9 @@ def test_a_cause_is_said_once_and_a_long_message_keeps_its_fix() -> None:
     lines: list[str] = []
 
     class Lines:  # what check_printer asks of LiveLines
-        print = staticmethod(lines.append)
+        @staticmethod
+        def print(markup: str, indent: int = 0) -> None:
+            lines.append(markup)
 
     show = check_printer(Lines())  # type: ignore[arg-type]
     down = "cannot connect to 10.0.0.5:22: no answer in 10 s -> check the address"
@@ -165,3 +167,54 @@ def test_a_cause_is_said_once_and_a_long_message_keeps_its_fix() -> None:
     short = shorten(long)
     assert len(short) <= 240 and short.endswith(" ... -> run `gate hosts trust gpu1`")
     assert shorten("y" * 300).endswith("...") and len(shorten("y" * 300)) == 240
+
+
+def test_at_80_columns_a_check_line_wraps_between_words_and_keeps_its_fix_whole(
+        out: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 4: a long check line wraps at the terminal's width under the check's
+    name, never inside a word, and what it says to do (after its last " -> ") stays on
+    one line; a log's progress line wraps between its " · " parts. (COLUMNS: the width a
+    log is wrapped to; a pipe without it keeps each line whole, the test below.)"""
+    monkeypatch.setenv("COLUMNS", "80")
+    console = Console(file=out, width=80, color_system=None)
+    live = LiveLines(console, quiet_s=3600.0, redraw=False)
+    fix = "gate hosts trust gpu1 gpu2 storage-node-01"
+    message = ("no SSH host key on record for gpu1, gpu2 and storage-node-01 in "
+               "/srv/site/known_hosts, so nothing was connected -> " + fix)
+    check_printer(live)("G1 · gpu1-gpu · item", "gpu1", "ERROR", message)
+    live._say("G2 · fio · gpu1 local-disk · seq-read 1/8 · done in 0:01 · 0:04 elapsed · "
+              "ETA 0:09")
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    at = next(i for i, line in enumerate(lines) if line.startswith("  G2 · fio"))
+    check, progress = lines[:at], lines[at:]
+    assert check[0].startswith("         ERROR G1 · gpu1-gpu · item [gpu1] - no SSH")
+    assert len(check) > 1 and all(line.startswith(" " * 15) and line[15] != " "
+                                  for line in check[1:]), check
+    said = " ".join(" ".join(check).split())
+    assert said.endswith(f"[gpu1] - {message}")  # every word whole, in order
+    assert any(line.endswith(f"-> {fix}") for line in check), check  # the fix on one line
+    assert progress == ["  G2 · fio · gpu1 local-disk · seq-read 1/8 · done in 0:01 · 0:04 "
+                        "elapsed ·", "    ETA 0:09"], progress
+
+
+def test_wrap_keeps_the_fix_on_one_line_and_a_long_word_whole() -> None:
+    from harness.cli.wrap import wrap
+
+    text = "a" * 20 + " bb -> gate hosts trust gpu1"
+    assert wrap(text, 30) == ["a" * 20 + " bb", "-> gate hosts trust gpu1"]  # not "bb ->"
+    assert wrap("x" * 50 + " y z", 20, indent=2) == ["x" * 50, "  y z"]  # overflows, uncut
+    assert wrap("  PASS lead kept", 10, indent=4) == ["  PASS", "    lead", "    kept"]
+
+
+def test_a_pipe_without_columns_keeps_each_line_whole(out: io.StringIO,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a terminal and no COLUMNS (a CI log, `| grep`): a logical line stays one line,
+    so a reason is found whole."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = Console(file=out, width=80, color_system=None)
+    live = LiveLines(console, quiet_s=3600.0, redraw=False)
+    message = "x " * 60 + "-> gate hosts trust gpu1"
+    check_printer(live)("G1 · gpu1-gpu · item", "gpu1", "ERROR", message)
+    (line,) = out.getvalue().splitlines()
+    assert line.endswith("-> gate hosts trust gpu1") and len(line) > 80

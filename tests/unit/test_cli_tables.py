@@ -62,11 +62,46 @@ def test_no_verdict_is_cut_at_80_or_60_columns(db: str, columns: int,
         assert any(w.strip(",") == verdict for w in words), (verdict, out)
 
 
+def test_a_reason_that_does_not_fit_beside_its_row_goes_under_it(db: str) -> None:
+    wide = _gate(db, 200, "runs", "list")
+    assert "┃ reason" in wide  # a table where the reason fits beside the row
+    for columns in (80, 60):
+        out = _gate(db, columns, "runs", "list")
+        lines = out.splitlines()
+        assert "┃" not in out and lines[0].split() == ["run", "gate", "verdict", "started",
+                                                      "marks"], out
+        at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["2", "G3",
+                                                                          "INCONCLUSIVE"])
+        first = next(i for i in range(at + 1, len(lines))
+                     if lines[i].startswith("    above band"))
+        under = " ".join(line.strip() for line in lines[first:])
+        assert under == ("above band: needs sign-off; the load generator was saturated in "
+                         "2 of 12 phases (event-loop lag p99 140 ms)"), out
+
+
 def test_a_table_that_cannot_fit_becomes_blocks(db: str) -> None:
-    wide = _gate(db, 80, "runs", "list")
-    narrow = _gate(db, 60, "runs", "list")
-    assert "┃ verdict" in wide  # a table at 80
-    assert "┃" not in narrow and "  verdict: INCONCLUSIVE" in narrow.splitlines()
+    narrow = _gate(db, 60, "status", "--campaign", CAMPAIGN)
+    assert "┃" not in narrow and "  verdict: INCONCLUSIVE" in narrow.splitlines(), narrow
+
+
+BOX = "│┃━┏┓┗┛┡┩└┘┳┻╇┴┬─"
+
+
+def _tokens(out: str) -> set[str]:
+    return {w for line in out.splitlines() for w in line.translate(
+        {ord(c): " " for c in BOX}).split()}
+
+
+@pytest.mark.parametrize("args", [("runs", "list"), ("status", "--campaign", CAMPAIGN)],
+                         ids=lambda a: a[0])
+def test_no_line_is_past_80_columns_and_no_word_is_cut(db: str, args: tuple[str, ...]) -> None:
+    """Every word at 80 columns is a whole word of the same listing printed --wide (one
+    line a row, nothing folded): folded between words, never inside one."""
+    narrow, wide = _gate(db, 80, *args), _gate(db, 80, *args, "--wide")
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    assert max(len(line) for line in wide.splitlines()) > 80  # there was something to fold
+    cut = _tokens(narrow) - _tokens(wide)
+    assert not cut, (cut, narrow)
 
 
 def test_wide_puts_each_row_on_one_line(db: str) -> None:

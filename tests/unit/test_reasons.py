@@ -225,7 +225,7 @@ def test_a_run_reason_made_of_its_checks_is_said_in_the_report_language(tmp_path
     frames = load_run(store, rid, with_requests=False)
     zh = run_reason(frames.run, ZH, frames.checks)
     assert "PCIe 链路 x8，应为 x16" in zh and "[gpu1]：" in zh
-    assert zh.startswith("G1 · gpu1-gpu-link · 健康检查")  # the check's name said in zh too
+    assert zh.startswith("G1 · gpu1 GPU 链路 · 健康检查")  # the check and its item said in zh too
     assert run_reason(frames.run, EN, frames.checks) == frames.run.reason
     partial = dataclasses.replace(frames.run, reason="PARTIAL: 1 of 9 planned checks ran")
     assert run_reason(partial, ZH, frames.checks) == "PARTIAL: 1 of 9 planned checks ran"

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from harness.g1.plan import PLAN_FACT
+from harness.report import checkwords, factwords, fmt, simtime
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
 from harness.report.model import Table
@@ -70,7 +72,8 @@ def matrix(checks: pd.DataFrame, t: Translator, names: tuple[str, ...], run: Run
         rows.append([host] + [outcome_word(t, cells[host][i]) if i in cells[host] else "—"
                               for i in columns] + [word])
         tones.append(tone)  # the row's tone colours its last cell: the host's outcome
-    return Table(columns=[t("col.host"), *columns, t("col.outcome")], rows=rows, tones=tones)
+    return Table(columns=[t("col.host"), *(factwords.item(t, i) for i in columns),
+                          t("col.outcome")], rows=rows, tones=tones)
 
 
 def _host_outcome(t: Translator, outcomes: Iterable[str], partial: bool) -> tuple[str, str]:
@@ -116,15 +119,24 @@ def facts_table(facts: pd.DataFrame, t: Translator, prefix: tuple[str, ...]) -> 
         value = f.value
         if not isinstance(value, str):
             value = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        rows.append([str(f.host), str(f.key), value[:300]])
+        rows.append([str(f.host), factwords.fact_key(t, str(f.key)), value[:300]])
     return Table(columns=[t("col.host"), t("arrival.col_fact"), t("arrival.col_value")],
                  rows=rows)
 
 
-def _with(contribution: Contribution, extra: list[tuple[str, Table]]) -> Contribution:
-    """The generic section with the gate's own tables first."""
+def _with(contribution: Contribution, extra: list[tuple[str, Table]],
+          notes: Sequence[str] = (),
+          measured: tuple[str, Mapping[int, str]] | None = None) -> Contribution:
+    """The generic section with the gate's own tables first and its own notes after the
+    generic ones; `measured` (the checks table's heading, row -> a line) adds a line under
+    a row's measured words there (G2's serving checks in the model's units)."""
+    tables = list(contribution.section.tables)
+    if measured is not None and measured[1]:
+        heading, lines = measured
+        tables = [(h, _lines_added(tbl, lines)) if h == heading else (h, tbl)
+                  for h, tbl in tables]
     section = contribution.section.model_copy(
-        update={"tables": extra + list(contribution.section.tables)})
+        update={"tables": extra + tables, "notes": [*contribution.section.notes, *notes]})
     return dataclasses.replace(contribution, section=section)
 
 
@@ -157,28 +169,93 @@ def build_g2(frames: RunFrames, ctx: Context) -> Contribution:
         rows, tones = [], []
         for c in fio.itertuples(index=False):
             tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
-            rows.append([str(c.host or "—"), str(c.nodeid).rsplit("[", 1)[-1].rstrip("]")
-                         .removeprefix(f"{c.host}-"), measured_words(c, t),
+            rows.append([str(c.host or "—"), _target_job(t, c), measured_words(c, t),
                          expected_words(c, t), word])
             tones.append(tone)
         extra.append((t("arrival.h_fio"), Table(
             columns=[t("col.host"), t("arrival.col_job"), t("col.measured"),
                      t("col.expected"), t("col.outcome")], rows=rows, tones=tones)))
-    serving = _serving_table(frames, t)
+    factor = simtime.speed(frames)
+    serving = _serving_table(frames, t, factor)
     if serving is not None:
         extra.append((t("arrival.h_serving"), serving))
-    return _with(base, extra)
+    notes = [*_fio_notes(frames, t), *([t("sim.fio")] if frames.run.simulated else [])]
+    return _with(base, extra, notes, (t("h.checks"), _serving_models(frames, t, factor)))
 
 
-def _serving_table(frames: RunFrames, t: Translator) -> Table | None:
-    """One row per layout x tier of the serving baseline: its figures beside its limits."""
+def _fio_notes(frames: RunFrames, t: Translator) -> list[str]:
+    """The targets fio ran buffered on (`direct: false` in the run's config)."""
+    g2 = ((frames.run.config_json or {}).get("gates") or {}).get("g2") or {}
+    buffered = [str(f.get("name")) for f in g2.get("fio") or []
+                if isinstance(f, dict) and f.get("direct") is False]
+    return [t("arrival.fio_buffered", {"targets": ", ".join(buffered)})] if buffered else []
+
+
+def _serving_model(frames: RunFrames, c: object, factor: float | None,
+                   t: Translator) -> str | None:
+    """A simulated serving check's figures in the model's units (its host fact `serving
+    prefill CELL`: TTFT p50 x speed, throughput and prefill / speed); None elsewhere."""
+    if factor is None or frames.facts.empty:
+        return None
+    cell = str(getattr(c, "nodeid", "")).rsplit("[", 1)[-1].rstrip("]")
+    facts = frames.facts[(frames.facts["key"] == f"serving prefill {cell}")
+                         & (frames.facts["host"] == getattr(c, "host", None))]
+    value = facts.iloc[-1]["value"] if not facts.empty else None
+    if not isinstance(value, dict):
+        return None
+    try:
+        ttft = statistics.median(float(x) for x in value["ttft_p50_s"])
+        thr = statistics.median(float(x) for x in value["throughput_tps"])
+        prefill = float(value["tokens_per_s"])
+    except (KeyError, TypeError, ValueError, statistics.StatisticsError):
+        return None
+    return t("sim.serving", {"ttft": fmt.seconds(ttft * factor), "thr": f"{thr / factor:,.1f}",
+                             "prefill": f"{prefill / factor:,.0f}"})
+
+
+def _serving_models(frames: RunFrames, t: Translator, factor: float | None) -> dict[int, str]:
+    """Row index in the checks table -> the model's line of a simulated serving check."""
+    if factor is None or frames.checks.empty:
+        return {}
+    found = {}
+    for i, c in enumerate(frames.checks.itertuples(index=False)):
+        if str(c.name) == "test_serving":
+            line = _serving_model(frames, c, factor, t)
+            if line is not None:
+                found[i] = line
+    return found
+
+
+def _lines_added(table: Table, lines: Mapping[int, str]) -> Table:
+    """`table` (base.checks_table: measured words in column 3) with `lines` under them."""
+    rows = [[*r[:3], r[3] + "\n" + lines[i], *r[4:]] if i in lines else r
+            for i, r in enumerate(table.rows)]
+    return table.model_copy(update={"rows": rows})
+
+
+def _target_job(t: Translator, c: object) -> str:
+    """A fio check's target and job (`local-disk seq-read`), its host left out: the
+    table has a host column."""
+    host = str(getattr(c, "host", "") or "")
+    param = str(getattr(c, "nodeid", "")).rsplit("[", 1)[-1].rstrip("]")
+    words = checkwords.param(t, param, host or None)
+    head = t("checkwords.host_item", {"host": host, "item": ""})
+    return words.removeprefix(head) if host else words
+
+
+def _serving_table(frames: RunFrames, t: Translator,
+                   factor: float | None = None) -> Table | None:
+    """One row per layout x tier of the serving baseline: its figures beside its limits
+    (at a simulator speed `factor`, the model's figures beneath)."""
     checks = frames.checks[frames.checks["name"] == "test_serving"]
     if checks.empty:
         return None
     rows, tones = [], []
     for c in checks.itertuples(index=False):  # a run in progress: grey, "so far"
         tone, word = so_far(frames.run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
-        rows.append([str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"), measured_words(c, t),
+        model = _serving_model(frames, c, factor, t)
+        rows.append([str(c.nodeid).rsplit("[", 1)[-1].rstrip("]"),
+                     measured_words(c, t) + ("" if model is None else "\n" + model),
                      expected_words(c, t), word])
         tones.append(tone)
     return Table(columns=[t("arrival.col_cell"), t("col.measured"), t("col.expected"),

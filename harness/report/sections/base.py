@@ -16,7 +16,7 @@ import pandas as pd
 from harness.config.decision import DIFFERS_BY, WEAKENED_REASON
 from harness.labels import check_label
 from harness.registry import GATE_IDS, gate_spec
-from harness.report import checkwords, fmt, reasons
+from harness.report import checkwords, factwords, fmt, reasons
 from harness.report.fonts import Fonts
 from harness.report.frames import RunFrames, RunInfo
 from harness.report.i18n import Translator
@@ -111,7 +111,9 @@ def marks(run: RunInfo, t: Translator) -> list[str]:
     if run.status == "ABORTED":  # page 1 says it, not only "ERROR"
         out.append(t("mark.aborted"))
     if run.partial:
-        out.append(t("mark.partial", {"n": run.checks_selected, "m": run.checks_total}))
+        out.append(t("mark.partial", {"n": run.checks_selected, "m": run.checks_total,
+                                      "pct": fmt.pct(run.checks_selected / run.checks_total, 0)
+                                      if run.checks_total else fmt.dash()}))
     if run.signed and run.needs_signoff:
         out.append(t("mark.signed"))
     elif run.needs_signoff and run.status == "FINISHED":
@@ -156,7 +158,7 @@ def run_reason(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) 
                         f"{h}: {c.message}" for c, h in zip(bad, host, strict=True))
     if not bad or english != run.reason:
         return run.reason
-    return t("reason.sep").join(t("reason.check", {"check": _label(c, run.gate, t), "host": h,
+    return t("reason.sep").join(t("reason.check", {"check": label_words(c, run.gate, t), "host": h,
                                                    "message": message_words(c, t)})
                                 for c, h in zip(bad, host, strict=True))
 
@@ -168,9 +170,10 @@ def weakened_settings(run: RunInfo, t: Translator) -> str:
     read = spec.deviations if spec is not None else None
     devs = [d for d in read(run.config_json) if d.weakened] if read is not None else []
     return t("settings.sep").join(
-        t("settings.short", {"key": d.key, "value": d.value,
+        t("settings.short", {"key": d.key, "value": factwords.word(t, "setting_value", d.value),
                              "default": t("settings.knobs") if d.key == DIFFERS_BY
-                             else d.default}) for d in devs)
+                             else factwords.word(t, "setting_value", d.default)})
+        for d in devs)
 
 
 def run_notes(run: RunInfo, t: Translator, checks: pd.DataFrame | None = None) -> list[str]:
@@ -207,11 +210,11 @@ def so_far(run: RunInfo, t: Translator, token: str, word: str) -> tuple[str, str
     return "RUNNING", t("progress.so_far", {"verdict": word})
 
 
-def _label(c: Any, gate: str | None, t: Translator) -> str:
+def label_words(c: Any, gate: str | None, t: Translator) -> str:
     """The check as people name it (`G3 · TP8 · c=16`), not its test function."""
     return check_label(gate, str(c.nodeid or ""),
                        checkwords.name(t, str(c.name or c.nodeid)),
-                       param=lambda p: checkwords.param(t, p))
+                       param=lambda p: checkwords.param(t, p, c.host))
 
 
 def _why(c: Any, key: str) -> object:
@@ -248,7 +251,7 @@ def checks_table(checks: pd.DataFrame, t: Translator, run: RunInfo) -> Table:
     rows, tones = [], []
     for c in checks.itertuples(index=False):
         tone, word = so_far(run, t, str(c.outcome), outcome_word(t, str(c.outcome)))
-        rows.append([_label(c, run.gate, t), str(c.host or "—"), expected_words(c, t),
+        rows.append([label_words(c, run.gate, t), str(c.host or "—"), expected_words(c, t),
                      measured_words(c, t), word])
         tones.append(tone)
     return Table(columns=cols, rows=rows, tones=tones)
@@ -259,7 +262,7 @@ def failed_checks_table(checks: pd.DataFrame, t: Translator, limit: int = 30,
     bad = checks[~checks["outcome"].isin(["PASS", "SKIPPED"])]
     if bad.empty:
         return None
-    rows = [[_label(c, gate, t), str(c.host or "—"), _clip(message_words(c, t), 400)]
+    rows = [[label_words(c, gate, t), str(c.host or "—"), _clip(message_words(c, t), 400)]
             for c in bad.head(limit).itertuples(index=False)]
     return Table(columns=[t("col.check"), t("col.host"), t("col.message")], rows=rows,
                  tones=[str(o) for o in bad.head(limit)["outcome"]])
@@ -281,22 +284,23 @@ def _word(t: Translator, group: str, value: str) -> str:
     return t(key) if key in t.messages else value
 
 
-def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator,
-                   limit: int = 8) -> list[Finding]:
-    """Each measured failure (STOP-LOSS check) in words, then errors if nothing failed."""
+def check_findings(run: RunInfo, checks: pd.DataFrame, t: Translator) -> list[Finding]:
+    """Every check that did not pass, in words: measured failures (STOP-LOSS) first, then
+    errors, then the undecided (page 1 lists them all, or says how many more:
+    harness.report.page1.reasons)."""
     gate = run.gate or "?"
     out = []
-    for c in checks[checks["outcome"] == "STOP-LOSS"].head(limit).itertuples(index=False):
-        values = {"check": _label(c, run.gate, t), "host": c.host,
+    for c in checks[checks["outcome"] == "STOP-LOSS"].itertuples(index=False):
+        values = {"check": label_words(c, run.gate, t), "host": c.host,
                   "expected": expected_words(c, t), "measured": measured_words(c, t)}
         key = "finding.check" if c.host else "finding.check_nohost"
         out.append(Finding(gate=gate, token="STOP-LOSS", text=t(key, values)))
-    if not out:
-        for c in checks[checks["outcome"] == "ERROR"].head(3).itertuples(index=False):
-            values = {"check": _label(c, run.gate, t), "host": c.host,
+    for outcome, word in (("ERROR", "check_error"), ("INCONCLUSIVE", "check_undecided")):
+        for c in checks[checks["outcome"] == outcome].itertuples(index=False):
+            values = {"check": label_words(c, run.gate, t), "host": c.host,
                       "message": _clip(message_words(c, t), 200)}
-            key = "finding.check_error" if c.host else "finding.check_error_nohost"
-            out.append(Finding(gate=gate, token="ERROR", text=t(key, values)))
+            key = f"finding.{word}" if c.host else f"finding.{word}_nohost"
+            out.append(Finding(gate=gate, token=outcome, text=t(key, values)))
     return out
 
 

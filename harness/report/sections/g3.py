@@ -153,15 +153,19 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
                  ctx: Context, th: G3Thresholds) -> list[Plot]:
     t, out = ctx.t, []
     mine = req[req["layout"] == layout]
+    # A simulated run's figures are drawn in the model's units, as its note says.
+    factor = simtime.speed(frames)
+    k, model = factor or 1.0, "_model" if factor is not None else ""
     if not mine.empty:
         tiers = sorted(int(x) for x in mine["tier"].unique())
         curves = {}
         for (arm, tier), part in mine.groupby(["arm", "tier"], sort=True):
             style = STYLES[tiers.index(int(tier)) % len(STYLES)]
             colour = plots.ARM_COLOURS.get(str(arm), "#444444")
-            curves[f"{_arm(t, str(arm))} c={tier}"] = (part["ttft"].to_numpy(dtype=float),
-                                                       colour, style)
-        uri = plots.cdf(ctx.fonts, curves, xlabel=t("plot.ttft_s"), ylabel=t("plot.cdf"))
+            curves[f"{_arm(t, str(arm))} c={tier}"] = (
+                part["ttft"].to_numpy(dtype=float) * k, colour, style)
+        uri = plots.cdf(ctx.fonts, curves, xlabel=t(f"plot.ttft_s{model}"),
+                        ylabel=t("plot.cdf"))
         out.append(Plot(title=t("plot.cdf_title", {"layout": layout}), data_uri=uri,
                         caption=t("plot.cdf_caption")))
     if cells.empty:
@@ -175,16 +179,16 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
         for i, tier in enumerate(cells["tier"]):
             sel = mine[(mine["arm"] == arm) & (mine["tier"] == tier)]["ttft"].to_numpy(float)
             a, b = p50_interval(sel, level, seed=1000 + i)
-            lo.append(a)
-            hi.append(b)
-        groups.append(plots.Bars(label=_arm(t, arm), values=vals, lo=lo, hi=hi,
-                                 colour=plots.ARM_COLOURS[arm]))
+            lo.append(a * k)
+            hi.append(b * k)
+        groups.append(plots.Bars(label=_arm(t, arm), values=[v * k for v in vals], lo=lo,
+                                 hi=hi, colour=plots.ARM_COLOURS[arm]))
     thr = []
     for arm in ("baseline", "accelerated"):
         spans = [rep_range(c, arm) for c in cells.itertuples(index=False)]
-        thr.append(plots.Bars(label=_arm(t, arm), values=_col(cells, f"thr_{arm}"),
-                              lo=[s[0] for s in spans], hi=[s[1] for s in spans],
-                              colour=plots.ARM_COLOURS[arm]))
+        thr.append(plots.Bars(label=_arm(t, arm), values=[v / k for v in _col(
+            cells, f"thr_{arm}")], lo=[s[0] / k for s in spans], hi=[s[1] / k for s in spans],
+            colour=plots.ARM_COLOURS[arm]))
     crit = [plots.Bars(label=t("col.drop"), values=_col(cells, "drop"),
                        lo=_col(cells, "drop_lo"), hi=_col(cells, "drop_hi")),
             plots.Bars(label=t("col.gain"), values=_col(cells, "gain"),
@@ -192,9 +196,9 @@ def layout_plots(frames: RunFrames, layout: str, cells: pd.DataFrame, req: pd.Da
     lines = [(th.ttft_p50_drop, t("plot.min_drop")), (th.throughput_gain, t("plot.min_gain")),
              (th.band_top, t("plot.band_top"))]
     panels = [plots.BarPanel(title=t("plot.p50_title"), categories=cats, groups=groups,
-                             ylabel=t("plot.ttft_s")),
+                             ylabel=t(f"plot.ttft_s{model}")),
               plots.BarPanel(title=t("plot.thr_title"), categories=cats, groups=thr,
-                             ylabel=t("plot.tok_s")),
+                             ylabel=t(f"plot.tok_s{model}")),
               plots.BarPanel(title=t("plot.crit_title"), categories=cats, groups=crit,
                              ylabel="", hlines=lines, percent=True)]
     out.append(Plot(title=t("plot.by_tier", {"layout": layout}),
@@ -288,7 +292,8 @@ def findings(frames: RunFrames, t: Translator, th: G3Thresholds,
 def build(frames: RunFrames, ctx: Context) -> Contribution:
     t, run = ctx.t, frames.run
     th = thresholds(run.config_json)
-    notes = [*run_notes(run, t, frames.checks), *simtime.note(simtime.speed(frames), t)]
+    factor = simtime.speed(frames)
+    notes = [*run_notes(run, t, frames.checks), *simtime.note(factor, t)]
     tables: list[tuple[str, Table]] = []
     # The cells have their own table and plots: under "Preflight" only the preflight checks.
     preflight = frames.checks[~frames.checks["nodeid"].astype(str).str.contains(
@@ -314,15 +319,18 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         table = cells_table(frames, mine, ctx) if not mine.empty else Table(columns=[], rows=[])
         layouts.append(G3Layout(layout=str(layout), cells=table,
                                 plots=layout_plots(frames, str(layout), mine, req, ctx, th)))
-    rates = g3_evidence.storage_rates(frames)
+    rates = g3_evidence.storage_rates(frames, factor)  # the model's GB/s at a speed
     crit = criteria(frames, t, th)
     section = G3Section(
         template=G3.template, gate="G3", title=gate_title(t, "G3"), run_id=run.id,
         badge=badge(run, "G3", t), notes=notes, tables=tables, layouts=layouts,
         rules=g3_rules.rule_lines(frames, cells, th, t) if not cells.empty else [],
         rules_table=g3_rules.rules_table(cells, t) if not cells.empty else None,
-        storage=g3_evidence.storage_table(rates, ctx) if not rates.empty else None,
-        storage_plot=g3_evidence.storage_plot(frames, rates, ctx) if not rates.empty else None,
+        storage=g3_evidence.storage_table(rates, ctx, factor is not None)
+        if not rates.empty else None,
+        storage_plot=g3_evidence.storage_plot(frames, rates, ctx, factor)
+        if not rates.empty else None,
+        storage_notes=simtime.tier_note(frames.facts, factor, t),
         evidence=g3_evidence.evidence_table(frames, ctx),
         crosschecks=g3_evidence.crosscheck_table(frames, ctx),
         # the planner's prediction beside what was measured: shown, never a verdict

@@ -6,7 +6,11 @@ should show; only after G3 can anyone see how far to trust it at this site. It i
 never a gate: nothing here adds a criterion, a finding or a verdict. The prediction is
 made as `gate plan` makes it, from the run's stored config and what G2 measured in the
 same campaign (harness.plan.g2, harness.plan.site); without G2's figures the part says
-so and predicts nothing.
+so and predicts nothing. A simulated run compares like with like: its measured times in
+the model's time, and the accelerated arm predicted from the simulated tier's modelled
+bandwidth (its engines' cards) rather than from G2's fio, which read the disk of the
+machine running the simulator; without that bandwidth the arm is not predicted (a
+comparison of two different devices gave +5000 % "errors").
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pydantic import ValidationError
 from harness.config.models import SiteConfig
 from harness.errors import UsageError
 from harness.plan.g2 import GATE, G2Measured, fact_keys, from_facts, worst
+from harness.plan.inputs import Sourced
 from harness.plan.site import WhatIf, build, serving_at
 from harness.plan.versus import Prediction, predictions, relative_error
 from harness.report import fmt, simtime
@@ -141,9 +146,58 @@ def misses(found: Sequence[Row], t: Translator) -> list[str]:
     return out
 
 
+def sim_reads(frames: RunFrames) -> dict[str, Sourced]:
+    """layout -> one host's read bandwidth of the simulated tier, bytes / s, as the
+    accelerated arm's engines report it (harness.report.simtime.tier_gbps)."""
+    return {layout: Sourced(gbps * 1e9, "the simulated tier's modelled read bandwidth")
+            for layout, gbps in simtime.tier_gbps(frames.facts).items()}
+
+
+def _io(g2: G2Measured, t: Translator) -> str:
+    """How G2's fio read the volume, from its target's `direct`."""
+    direct = g2.volume is not None and g2.volume.direct
+    return t("g3plan.io_direct" if direct else "g3plan.io_buffered")
+
+
+def _fio(g2: G2Measured, hosts: Sequence[str], t: Translator) -> str | None:
+    fio = worst(g2.seq_read, hosts)
+    if fio is None:
+        return None
+    return t("g3plan.read_fio", {"volume": g2.volume.name if g2.volume else "?",
+                                 "host": fio[0], "run": fio[1].run,
+                                 "value": fmt.gbps(float(fio[1].value) / 1e3),
+                                 "io": _io(g2, t)})
+
+
+def simulated_line(factor: float, g2: G2Measured, t: Translator) -> str:
+    """What a simulated run's comparison is, and what G2's fio measured instead."""
+    fio = _fio(g2, (), t)
+    return t("g3plan.simulated", {"speed": f"{factor:g}",
+                                  "fio": fio if fio is not None else t("g3plan.fio_none")})
+
+
+def _read_words(g2: G2Measured, hosts: Sequence[str], t: Translator,
+                sim: Sourced | None) -> str:
+    """Where a layout's read bandwidth came from: the simulated tier (`sim`, a simulated
+    run's; its value None: its engines did not say it), else fio, else gdsio."""
+    if sim is not None:
+        if sim.value is None:
+            return t("g3plan.read_sim_none")
+        return t("g3plan.read_sim", {"value": fmt.gbps(sim.value / 1e9)})
+    fio = _fio(g2, hosts, t)
+    if fio is not None:
+        return fio
+    gds = worst(g2.gdsio, hosts)
+    if gds is not None:
+        return t("g3plan.read_gdsio", {"host": gds[0], "run": gds[1].run,
+                                       "value": fmt.gbps(float(gds[1].value) * 2**30 / 1e9)})
+    return t("g3plan.read_none")
+
+
 def _sources(preds: Sequence[Prediction], g2: G2Measured, planned_hosts: dict[str, tuple[
-        str, ...]], t: Translator) -> list[str]:
-    """Per layout, where its prefill speed and read bandwidth came from, in words."""
+        str, ...]], t: Translator, reads: dict[str, Sourced] | None = None) -> list[str]:
+    """Per layout, where its prefill speed and read bandwidth came from, in words
+    (`reads`: a simulated run's, from its tier instead of G2's)."""
     out = []
     for layout in dict.fromkeys(p.layout for p in preds):
         mine = [p for p in preds if p.layout == layout]
@@ -156,16 +210,8 @@ def _sources(preds: Sequence[Prediction], g2: G2Measured, planned_hosts: dict[st
                    if cells and speeds else
                    t("g3plan.prefill_config", {"speed": speed})
                    if speeds else t("g3plan.prefill_none"))
-        hosts = planned_hosts.get(layout, ())
-        fio = worst(g2.seq_read, hosts)
-        gds = worst(g2.gdsio, hosts)
-        volume = g2.volume.name if g2.volume else "?"
-        read = (t("g3plan.read_fio", {"volume": volume, "host": fio[0], "run": fio[1].run,
-                                      "value": fmt.gbps(float(fio[1].value) / 1e3)})
-                if fio is not None else
-                t("g3plan.read_gdsio", {"host": gds[0], "run": gds[1].run,
-                                        "value": fmt.gbps(float(gds[1].value) * 2**30 / 1e9)})
-                if gds is not None else t("g3plan.read_none"))
+        read = _read_words(g2, planned_hosts.get(layout, ()), t,
+                           None if reads is None else reads.get(layout, Sourced(None)))
         out.append(t("g3plan.layout_inputs", {"layout": layout, "prefill": prefill,
                                               "read": read}))
     return out
@@ -192,12 +238,13 @@ def plan_part(frames: RunFrames, ctx: Context, req: pd.DataFrame,
     except (UsageError, ValueError) as exc:  # a setting the planner refuses: said, not raised
         why = exc.message if isinstance(exc, UsageError) else str(exc)
         return PlanPart(title=title, lines=[t("g3plan.no_plan", {"why": why})])
-    preds = predictions(planned, g2)
-    hosts = {p.layout: h for p, h in zip(planned.inputs, planned.hosts, strict=True)}
     factor = simtime.speed(frames)
+    reads = sim_reads(frames) if factor is not None else None
+    preds = predictions(planned, g2, reads)
+    hosts = {p.layout: h for p, h in zip(planned.inputs, planned.hosts, strict=True)}
     found = rows(frames, preds, req, level_of, interval, factor)
-    lines = [t("g3plan.intro"), *_sources(preds, g2, hosts, t)]
+    lines = [t("g3plan.intro"), *_sources(preds, g2, hosts, t, reads)]
     if factor is not None:
-        lines.append(t("g3plan.simulated", {"speed": f"{factor:g}"}))
+        lines.append(simulated_line(factor, g2, t))
     return PlanPart(title=title, lines=lines, table=table(found, t, level),
                     misses=misses(found, t))

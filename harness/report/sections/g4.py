@@ -149,22 +149,30 @@ def _line(ax: Axes, x: np.ndarray, y: np.ndarray, label: str, colour: str,
             marker="o" if xs.size < 30 else None, markersize=3)
 
 
-def windows_plot(windows: pd.DataFrame, soak: Soak, ctx: Context) -> Plot:
+def windows_plot(windows: pd.DataFrame, soak: Soak, ctx: Context,
+                 factor: float | None = None) -> Plot:
     """One figure, four panels sharing the time axis: TTFT p50 / p99, throughput, engine
-    RSS, and the accelerator's evidence as a share of the baseline's level."""
+    RSS, and the accelerator's evidence as a share of the baseline's level. At a simulator
+    speed `factor`, TTFT and throughput in the model's units (the time axis stays the
+    soak's own clock)."""
     t = ctx.t
+    f = factor or 1.0
+
+    def unit(label: str) -> str:
+        return t("sim.axis_model", {"label": label}) if factor is not None else label
+
     start, length = _col(windows, "start_s"), _col(windows, "length_s")
     mid = start + length / 2
     extent = float(np.nanmax(start + length))
     scale, xlabel = time_axis(extent)
     x = mid / scale
-    p50, p99 = _col(windows, "ttft_p50_s"), _col(windows, "ttft_p99_s")
+    p50, p99 = _col(windows, "ttft_p50_s") * f, _col(windows, "ttft_p99_s") * f
     top = np.nanmax(np.concatenate([p50, p99])) if np.isfinite(p50).any() or \
         np.isfinite(p99).any() else np.nan
     ms = bool(np.isfinite(top) and top < 1.0)  # a demo's 12 ms read as 0.012 s otherwise
     k = 1000.0 if ms else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        throughput = _col(windows, "output_tokens") / np.where(length > 0, length, np.nan)
+        throughput = _col(windows, "output_tokens") / np.where(length > 0, length, np.nan) / f
     rss = _col(windows, "engine_rss_bytes")
     rss_gb = bool(np.isfinite(rss).any() and np.nanmax(rss) >= 1e9)
     rss = rss / (1e9 if rss_gb else 1e6)
@@ -200,9 +208,9 @@ def windows_plot(windows: pd.DataFrame, soak: Soak, ctx: Context) -> Plot:
             ttft.plot(x[bad], np.nan_to_num(p50[bad] * k, nan=0.0), linestyle="none",
                       marker="x", markersize=5, color=LIMIT_COLOUR,
                       label=t("g4.plot_failed"))
-        ttft.set_ylabel(t("g4.y_ttft_ms" if ms else "g4.y_ttft_s"))
+        ttft.set_ylabel(unit(t("g4.y_ttft_ms" if ms else "g4.y_ttft_s")))
         _line(thr, x, throughput, t("g4.y_throughput"), THROUGHPUT_COLOUR)
-        thr.set_ylabel(t("g4.y_throughput"))
+        thr.set_ylabel(unit(t("g4.y_throughput")))
         _line(mem, x, rss, t("g4.y_rss_gb" if rss_gb else "g4.y_rss_mb"), RSS_COLOUR)
         mem.set_ylabel(t("g4.y_rss_gb" if rss_gb else "g4.y_rss_mb"))
         _evidence(ev, x, hit_share, read_share, unsampled, soak, t)
@@ -321,7 +329,8 @@ def build(frames: RunFrames, ctx: Context) -> Contribution:
         notes.append(t("g4.no_windows"))
     else:
         soak = soak_settings(frames.run.config_json)
-        plots_ = [windows_plot(frames.windows.sort_values("idx"), soak, ctx)]
+        plots_ = [windows_plot(frames.windows.sort_values("idx"), soak, ctx,
+                               simtime.speed(frames))]
         tables.append((t("g4.h_totals"), totals_table(frames, t)))
         # the totals' "model" lines (a simulated run), said once as the phases table says it
         notes += [n for n in simtime.note(simtime.speed(frames), t) if n not in notes]

@@ -11,10 +11,11 @@ import re
 
 import pandas as pd
 
-from harness.report import fmt, simtime
+from harness.report import factwords, fmt, simtime
 from harness.report.frames import RunFrames
 from harness.report.i18n import Translator
 from harness.report.model import Criterion, Section, Table
+from harness.report.page1 import outcome_counts
 from harness.report.sections.base import (
     Context,
     Contribution,
@@ -28,8 +29,12 @@ from harness.report.sections.base import (
     gate_title,
     is_gate,
     kind_title,
+    measured_words,
     run_notes,
     so_far,
+)
+from harness.report.sections.base import (
+    label_words as check_label_words,
 )
 from harness.verdict import Verdict, combine
 
@@ -70,7 +75,9 @@ def phases_table(stats: pd.DataFrame, t: Translator, factor: float | None = None
     cols = [t("col.phase"), t("col.arm"), t("col.layout"), t("col.tier"), t("col.phases"),
             t("col.requests"), t("col.failed"), t("col.ttft_p50"), t("col.ttft_p99"),
             t("col.throughput")]
-    rows = [[str(r.phase), str(r.arm or "—"), str(r.layout or "—"), str(r.tier),
+    rows = [[factwords.word(t, "phase", str(r.phase)),
+             factwords.arm(t, str(r.arm)) if r.arm else "—", str(r.layout or "—"),
+             str(r.tier),
              fmt.number(r.phases), fmt.number(r.requests), fmt.number(r.failed),
              simtime.seconds(r.p50, factor, t), simtime.seconds(r.p99, factor, t),
              simtime.rate(r.throughput, factor, t)]
@@ -117,7 +124,6 @@ def checks_criterion(frames: RunFrames, t: Translator, *, own: bool = False) -> 
     checks are one criterion beside the cells)."""
     run, checks = frames.run, frames.checks
     counted = checks[checks["outcome"] != "SKIPPED"]
-    passed = int((counted["outcome"] == "PASS").sum())
     token = run.effective
     if own:
         token = combine(Verdict(o) for o in counted["outcome"] if o in _VERDICTS)[0].value
@@ -125,7 +131,7 @@ def checks_criterion(frames: RunFrames, t: Translator, *, own: bool = False) -> 
     return Criterion(
         gate=run.gate or run.kind, criterion=t("crit.all_checks", {"gate": run.gate or run.kind}),
         threshold=t("crit.all_checks_threshold"),
-        estimate=t("crit.passed_of", {"n": passed, "m": len(counted)}), ci="—",
+        estimate=outcome_counts([str(o) for o in checks["outcome"]], t), ci="—",
         n=str(len(counted)), token=token, result=word)
 
 
@@ -140,10 +146,9 @@ def metrics(frames: RunFrames, t: Translator) -> list[TrendMetric]:
         m = _NUMBER.match(str(c.measured or ""))
         key = f"check:{c.name}@{c.host}"
         if m and key not in seen and len(seen) < 12:
-            seen.add(key)
-            label = f"{c.name}" + (f" ({c.host})" if c.host else "")
-            out.append(TrendMetric(key=key, label=label, value=float(m.group(1)),
-                                   text=str(c.measured)))
+            seen.add(key)  # the check and its figure in the report's language
+            out.append(TrendMetric(key=key, label=check_label_words(c, frames.run.gate, t),
+                                   value=float(m.group(1)), text=measured_words(c, t)))
     return out
 
 
