@@ -182,7 +182,8 @@ def test_report(tmp_path: Path) -> None:
           rf"peak RSS {N} MB; sizes \[\d+\] KB$",
           rf"^  vs target 20 s: {N}x of budget; RSS vs 1\.5 GB: {N}x of budget$",
           rf"^one-gate G3 PDF, zh, in one process: {N} s \(imports {N}, build {N}, "
-          rf"PDF {N}\); `gate report` not timed \(--repeat 0\)$",
+          rf"PDF {N}; CPU imports {N}, build {N}, PDF {N}, {N} in all\); `gate report` not "
+          r"timed \(--repeat 0\)$",
           rf"^load average during the run: {N} on \d+ cores$",
           r"^HarfBuzz subsetting: (yes|no \(fontTools: slower\)|unknown)$")
 
