@@ -112,6 +112,20 @@ class Demo:
                 os.close(fd)
 
 
+def g4_drift_undecided(demo: Demo) -> bool:
+    """G4 INCONCLUSIVE for one reason only: a drift its 24 s soak could not decide (the
+    interval reaches past the limit). On a busy machine (the suite's other worker beside
+    it) the 13 ms TTFT of a window moves by a third, and the soak says it cannot tell:
+    the right word for a compressed measurement, not a failure of the demo."""
+    (run,) = demo.runs("G4")
+    checks = demo.run_json(run["id"])["checks"]
+    undecided = {c["nodeid"].rpartition("::")[2] for c in checks  # type: ignore[union-attr]
+                 if c["outcome"] != "PASS"}  # type: ignore[index]
+    return run["verdict"] == "INCONCLUSIVE" and bool(undecided) and all(
+        k.endswith("_drift]") for k in undecided) and all(
+        c["outcome"] in ("PASS", "INCONCLUSIVE") for c in checks)  # type: ignore[index]
+
+
 def pdf_pages(pdf: Path) -> list[str]:
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
                           text=True, check=True).stdout
