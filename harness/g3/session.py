@@ -52,11 +52,13 @@ from harness.serving.phase_checks import (
     still_healthy,
 )
 from harness.serving.phases import (
+    WARM_MAX_TOKENS,
     completed_prompt_tokens,
     jsonable,
     phase_params,
     phase_spec,
     phase_tokens,
+    warm_phase,
 )
 from harness.serving.problems import Problem, ProblemKind
 from harness.stats.model import CellDecision
@@ -91,8 +93,13 @@ class G3Session:
         return self.gate.loaded.config
 
     def start(self, arm: str, layout: Layout, *, preflight: bool = False) -> Observation:
+        """Start the arm. The preflight reads its engines in full (and keeps the reading
+        as a fact); before a pair's warm-up only their processes are recorded: the cold
+        restart before the measured phase is what gets read and compared."""
         self._all_or_nothing(self.control.start, arm, layout)
-        return self.watch.observe(arm, layout, as_fact=preflight)
+        if preflight:
+            return self.watch.observe(arm, layout, as_fact=True)
+        return self.watch.track(arm, layout)
 
     def restart(self, arm: str, layout: Layout) -> Observation:
         self._all_or_nothing(self.control.restart, arm, layout)
@@ -191,10 +198,11 @@ class G3Session:
             engine = pre.engine_names(arm) if pre else {}
 
             def begin(phase: str) -> PhaseWriter:
+                asked = WARM_MAX_TOKENS if phase == "warm" else None
                 return storage.PhaseWriter(store, run_id,
                                      PhaseKey(arm, layout.name, cell.tier, rep, phase),
                                      params=phase_params(specs, urls, cfg, docs, ignore_eos,
-                                                         engine))
+                                                         engine, max_tokens=asked))
 
             spec = phase_spec(cfg, cell.tier, load_endpoints(eps, cfg.model.name), specs,
                               ignore_eos)
@@ -212,7 +220,8 @@ class G3Session:
                                      added=added, unit="pair"), sink)
 
             warm = begin("warm")
-            w = self.executor.run(spec, shown("warm", warm.sink), label=warm.label)
+            w = self.executor.run(warm_phase(spec), shown("warm", warm.sink),
+                                  label=warm.label)
             warm.finish(w)
             ended_in_time(w, f"{arm} warm", "warm")
             measured_something(w.records, f"{arm} warm", "warm", cfg)

@@ -20,14 +20,15 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from harness.config.inventory import Inventory
 from harness.config.loader import LoadedConfig
 from harness.config.models import Layout, SiteConfig
 from harness.errors import GateError, InfrastructureError, TransportError
-from harness.probes.process import is_alive, stop_process
-from harness.serving.arms import ArmControl, EventSink, endpoints
+from harness.probes.process import ProcessInfo, is_alive, stop_process
+from harness.serving.arms import ArmControl, Endpoint, EventSink, endpoints
 from harness.serving.cells import ARMS
 from harness.serving.enginelogs import EngineLogs
 from harness.serving.identity import ArmComparison, compare_arms, engine_facts, server_config
@@ -110,47 +111,81 @@ class EngineWatch:
         `as_fact`: also store the reading as a host fact (the preflight's, which the
         report shows; a pair's readings are stored with its measured phases). With
         engine_process_check on: what code the engine runs, and the endpoint's listener
-        (the engine itself or a declared proxy, harness/serving/inspection.py)."""
+        (the engine itself or a declared proxy, harness/serving/inspection.py). The
+        instances are read at once (a TP4x2 arm's two take the time of one); they are
+        recorded in order, from this thread."""
+        eps = endpoints(self.config, self.inventory, arm, layout)
+        look = self.inspector
+        if len(eps) == 1:
+            readings = [self._read(look, arm, layout, eps[0])]
+        else:
+            with ThreadPoolExecutor(len(eps), thread_name_prefix="gate-observe") as pool:
+                readings = list(pool.map(lambda ep: self._read(look, arm, layout, ep), eps))
+        check_process = self.config.gates.g3.engine_process_check
         facts, problems = [], []
         processes: list[tuple[int, int] | None] = []
         libs: list[frozenset[str]] = []
-        check_process = self.config.gates.g3.engine_process_check
-        look = self.inspector
-        for ep in endpoints(self.config, self.inventory, arm, layout):
-            port = layout.instances[ep.instance].port
-            seen = look.engine(ep.host, port, read_code=check_process)
-            proc, problem = seen.proc, seen.problem
-            processes.append((proc.pid, proc.start_ticks) if proc is not None else None)
-            if proc is not None:
-                store_engines.record_engine(
-                    self.store, self.run_id, host=ep.host, pid=proc.pid,
-                    start_ticks=proc.start_ticks, arm=arm, layout=layout.name,
-                    instance=ep.instance, url=ep.url)
-            server = read_server(ep.url)
-            found: list[str] = [problem] if problem else []
+        for ep, (proc, f, found, lib) in zip(eps, readings, strict=True):
+            processes.append(self._record(arm, layout, ep, proc))
             if check_process:
-                argv = list(proc.argv) if proc is not None else []
-                env = dict(proc.env or {}) if proc is not None else {}
-            else:
-                argv, env = [], {}
-            f = engine_facts(argv, env, server)
-            if check_process:
-                if seen.running is not None:
-                    f.update(seen.running.facts)
-                    found += seen.running.problems
-                more, why = look.endpoint(arm, ep, port, proc)
-                f.update(more)
-                found += why
                 problems += found
-            libs.append(seen.running.libs if seen.running is not None else frozenset())
+            libs.append(lib)
             facts.append(f)
             if as_fact:
                 store_runs.add_host_fact(
                     self.store, self.run_id, host=ep.host,
                     key=f"engine identity {arm} {layout.name}#{ep.instance}",
                     value={"pid": proc.pid if proc else None, "url": ep.url, "facts": f,
-                           "problem": "; ".join(found), "libs": sorted(libs[-1])})
+                           "problem": "; ".join(found), "libs": sorted(lib)})
         return Observation(arm, layout.name, facts, problems, processes, libs)
+
+    def _read(self, look: Inspector, arm: str, layout: Layout, ep: Endpoint
+              ) -> tuple[ProcessInfo | None, dict[str, str], list[str], frozenset[str]]:
+        """One instance's engine: (its process, facts, problems, mapped libraries). Reads
+        only: nothing is stored here (this may run on a worker thread)."""
+        check_process = self.config.gates.g3.engine_process_check
+        port = layout.instances[ep.instance].port
+        seen = look.engine(ep.host, port, read_code=check_process)
+        proc = seen.proc
+        server = read_server(ep.url)
+        found: list[str] = [seen.problem] if seen.problem else []
+        if check_process and proc is not None:
+            f = engine_facts(list(proc.argv), dict(proc.env or {}), server)
+        else:
+            f = engine_facts([], {}, server)
+        if check_process:
+            if seen.running is not None:
+                f.update(seen.running.facts)
+                found += seen.running.problems
+            more, why = look.endpoint(arm, ep, port, proc)
+            f.update(more)
+            found += why
+        return proc, f, found, seen.running.libs if seen.running is not None else frozenset()
+
+    def track(self, arm: str, layout: Layout) -> Observation:
+        """Record the arm's engine processes (pid, start ticks) without reading what they
+        run or say. For a start whose phase is not measured (G3's warm-up): the cold
+        restart before the measured phase is read in full, and what the warm-up ran is
+        evidence of nothing. Enough for the cold-restart check and for stopping the
+        engines at the run's end, without a code read's cost (~0.1 s an instance on the
+        simulator, seconds for a real engine's package tree)."""
+        look = self.inspector
+        processes = [self._record(arm, layout, ep,
+                                  look.listener(ep.host, layout.instances[ep.instance].port).proc)
+                     for ep in endpoints(self.config, self.inventory, arm, layout)]
+        return Observation(arm, layout.name, [], [], processes, [])
+
+    def _record(self, arm: str, layout: Layout, ep: Endpoint,
+                proc: ProcessInfo | None) -> tuple[int, int] | None:
+        """Store the engine process seen on the endpoint's instance (so the run stops it
+        at its end); its (pid, start ticks), or None when none was seen."""
+        if proc is None:
+            return None
+        store_engines.record_engine(
+            self.store, self.run_id, host=ep.host, pid=proc.pid,
+            start_ticks=proc.start_ticks, arm=arm, layout=layout.name,
+            instance=ep.instance, url=ep.url)
+        return proc.pid, proc.start_ticks
 
     def compare(self, base: Observation, acc: Observation) -> ArmComparison:
         assert self.config.arms is not None

@@ -86,6 +86,21 @@ def phase_spec(cfg: SiteConfig, tier: int, endpoints: list[Endpoint],
                      health=health)
 
 
+# A G3 warm phase only has to leave each document's KV where the arm keeps it (the GPU
+# prefix cache, the accelerated tier): its prefill does that, and one output token ends
+# the request right after it, as vLLM's disaggregated-prefill proxy asks its prefiller
+# (benchmarks/disagg_benchmarks/disagg_prefill_proxy_server.py: max_tokens=1). Decoding
+# the fixed output length as well measured nothing and was two thirds of the demo's warm
+# phase (docs/g3.md, step 3).
+WARM_MAX_TOKENS = 1
+
+
+def warm_phase(spec: PhaseSpec) -> PhaseSpec:
+    """The warm phase of a pair: the measured phase's documents, each asking one token."""
+    return replace(spec, requests=tuple(replace(r, max_tokens=WARM_MAX_TOKENS)
+                                        for r in spec.requests))
+
+
 def completed_prompt_tokens(records: Sequence[RequestRecord],
                             specs: Sequence[RequestSpec]) -> float:
     """Prompt tokens of a phase's completed requests: the server's usage where it gave
@@ -97,14 +112,16 @@ def completed_prompt_tokens(records: Sequence[RequestRecord],
 
 def phase_params(specs: Sequence[RequestSpec], urls: list[str], cfg: SiteConfig,
                  workload: Workload, ignore_eos: bool = True,
-                 engine: Mapping[str, str] | None = None) -> JSONDict:
+                 engine: Mapping[str, str] | None = None,
+                 max_tokens: int | None = None) -> JSONDict:
     """A serving phase's benchmark params; `engine` (engine, engine_version, as preflight
-    found them) is where the report's versions table reads them."""
+    found them) is where the report's versions table reads them; `max_tokens` what each
+    request asked when it is not workload.max_tokens (a G3 warm phase's one token)."""
+    asked = cfg.workload.max_tokens if max_tokens is None else max_tokens
     return {**(engine or {}), "docs": len(specs), "doc_tokens": cfg.workload.doc_tokens,
             "endpoints": [u for u in urls], "api": cfg.workload.api,
-            "max_tokens": cfg.workload.max_tokens,
-            "fixed_output": {"max_tokens": cfg.workload.max_tokens,
-                             **fixed_output_body(ignore_eos)},
+            "max_tokens": asked,
+            "fixed_output": {"max_tokens": asked, **fixed_output_body(ignore_eos)},
             "calibrated": workload.calibrated,
             "prompt_tokens": [s.prompt_tokens for s in specs[:512]]}
 
