@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from harness.errors import UsageError
 from harness.report.build import build_campaign_report, build_run_report
-from harness.report.fonts import choose_fonts
+from harness.report.fonts import Fonts, choose_fonts
 from harness.report.i18n import translator
 from harness.report.model import Report
 from harness.report.pace import fewer_collections
+from harness.report.pdf_child import PdfChild
 from harness.report.render import render_html, write_pdf
 from harness.store.db import Store
 
@@ -33,7 +36,10 @@ def _targets(out: Path, fmt: str) -> list[Path]:
     return [base.with_name(base.name + s) for s in suffixes]
 
 
-def write_report(report: Report, out: Path, fmt: str) -> list[Path]:
+def write_report(report: Report, out: Path, fmt: str,
+                 child: PdfChild | None = None) -> list[Path]:
+    """Write the report in `fmt`; a PDF through `child` when given (started before the
+    build, harness/report/pdf_child.py), else here."""
     targets = _targets(out, fmt)
     parent = targets[0].parent
     if not parent.is_dir():
@@ -42,11 +48,24 @@ def write_report(report: Report, out: Path, fmt: str) -> list[Path]:
     written = []
     for target in targets:
         if target.suffix == ".pdf":
-            write_pdf(html, target)
+            if child is None or not child.write(html, target):
+                write_pdf(html, target)
         else:
             target.write_text(html, encoding="utf-8")
         written.append(target)
     return written
+
+
+@contextmanager
+def _pdf_child(fmt: str, fonts: Fonts) -> Iterator[PdfChild | None]:
+    """A PDF writer forked before the build where a PDF is asked for (None: written
+    here); never left running."""
+    child = PdfChild.start(fonts.css_stack()) if fmt in ("pdf", "both") else None
+    if child is None:
+        yield None
+        return
+    with child:
+        yield child
 
 
 def _with_logo(report: Report, logo: str | None) -> Report:
@@ -62,8 +81,10 @@ def render_run_report(store: Store, run_id: int, out: Path, lang: str = "en",
     """Render one run's report to `out` (suffix replaced per format); returns the paths."""
     _targets(out, fmt)
     t = translator(lang)
-    report = build_run_report(store, run_id, t, choose_fonts(lang))
-    return write_report(_with_logo(report, logo), out, fmt)
+    fonts = choose_fonts(lang)
+    with _pdf_child(fmt, fonts) as child:
+        report = build_run_report(store, run_id, t, fonts)
+        return write_report(_with_logo(report, logo), out, fmt, child)
 
 
 @fewer_collections()  # a quarter of the CPU otherwise (harness/report/pace.py)
@@ -72,8 +93,10 @@ def render_campaign_report(store: Store, campaign: str, out: Path, lang: str = "
     """Render a campaign's report (latest run of each gate, trends) to `out`."""
     _targets(out, fmt)
     t = translator(lang)
-    report = build_campaign_report(store, campaign, t, choose_fonts(lang))
-    return write_report(_with_logo(report, logo), out, fmt)
+    fonts = choose_fonts(lang)
+    with _pdf_child(fmt, fonts) as child:
+        report = build_campaign_report(store, campaign, t, fonts)
+        return write_report(_with_logo(report, logo), out, fmt, child)
 
 
 def _safe(name: str) -> str:

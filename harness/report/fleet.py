@@ -15,7 +15,6 @@ the gain (the config refuses lower ones); a raised band top is a weakened run, f
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -32,12 +31,11 @@ from harness.report.fonts import Fonts, choose_fonts
 from harness.report.i18n import VERDICT_TOKENS, Translator, translator
 from harness.report.model import SCHEMA_VERSION, Frozen, Plot
 from harness.report.pace import fewer_collections
-from harness.report.render import column_widths, environment, write_pdf
+from harness.report.render import column_widths, environment, safe_font_stack, write_pdf
 from harness.report.resources import read_text
 from harness.store.db import Store
 from harness.store.fleet import NOT_RUN, ABCell, CampaignLine, Filters, GateLine, fleet, lowest
 
-_UNSAFE_CSS = re.compile(r"[^\w \"',.-]", re.UNICODE)  # as harness.report.render's
 BUDGET = 172.0  # characters across a landscape A4 data table (portrait: 118)
 
 
@@ -243,7 +241,7 @@ def build_fleet_report(lines: Sequence[CampaignLine], t: Translator, fonts: Font
 
 def stylesheet(report: FleetReport) -> Markup:
     """report.css and the font stack (font names sanitised: they come from the OS)."""
-    stack = _UNSAFE_CSS.sub("", report.font_stack)
+    stack = safe_font_stack(report.font_stack)
     return Markup(read_text("report.css")
                   + f"\nhtml, body, table, pre {{ font-family: {stack}; }}\n"
                   f"@page {{ @top-center {{ font-family: {stack}; }}"

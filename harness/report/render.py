@@ -123,10 +123,16 @@ def _display_len(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+def safe_font_stack(stack: str) -> str:
+    """A CSS font stack with nothing but names, quotes and commas left: font names come
+    from the OS (fontconfig) and go into a stylesheet."""
+    return _UNSAFE_CSS.sub("", stack)
+
+
 def stylesheet(report: Report) -> Markup:
     """The shipped CSS plus the font stack (font names sanitised: they come from the OS)."""
     css = read_text("report.css")
-    stack = _UNSAFE_CSS.sub("", report.font_stack)
+    stack = safe_font_stack(report.font_stack)
     return Markup(css + f"\nhtml, body, table, pre {{ font-family: {stack}; }}\n"
                   f"@page {{ @top-center {{ font-family: {stack}; }}"
                   f" @bottom-left {{ font-family: {stack}; }} }}\n")
