@@ -18,8 +18,8 @@ PASS then needs a reviewer's sign-off when the soak ran on the client host, as i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from harness.g4.judgement import Judgement
 from harness.loadgen.soak_windows import Window
 from harness.reasons import Reason
 from harness.verdict import Verdict
@@ -27,21 +27,11 @@ from harness.verdict import Verdict
 # The soak's mean TTFT in a window may sit this far below the engines' (the gate's samples
 # interpolate the edges: a request near one may land in the neighbour on either side).
 MAX_TTFT_BELOW = 0.10
+CRITERION = "engine_clock"
 # The engines' request count and the soak's may differ by this share (G3's).
 MAX_COUNT_DISAGREEMENT = 0.02
 # At least this share of the windows must be compared (the rest not sampled).
 MIN_COMPARED = 0.5
-
-
-@dataclass(frozen=True)
-class ClockJudgement:
-    """The criterion's finding (criteria.py wraps it as a Judgement)."""
-
-    verdict: Verdict
-    reason: Reason
-    text: str
-    window: int | None = None
-    signoff: bool = False  # an INCONCLUSIVE a reviewer's sign-off may accept
 
 
 def _groups(windows: Sequence[Window]) -> list[list[Window]]:
@@ -64,18 +54,18 @@ def _ms(s: float) -> str:
     return f"{s * 1000:.1f}"
 
 
-def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJudgement:
+def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> Judgement:
     """See the module docstring."""
     clocks = [w.evidence.engine_clock for w in windows]
     if not any(e is not None and e.ttft_count is not None for e in clocks):
         if client_placement:
-            return ClockJudgement(
-                Verdict.INCONCLUSIVE, Reason("g4.client_clock_only"),
+            return Judgement(
+                CRITERION, Verdict.INCONCLUSIVE, Reason("g4.client_clock_only"),
                 "the engines export no TTFT histogram the gate could read: the soak's "
                 "windows are measured by the client host alone (load.placement: client), "
                 "with nothing to hold them against: needs sign-off", signoff=True)
-        return ClockJudgement(
-            Verdict.PASS, Reason("g4.engine_clock_absent"),
+        return Judgement(
+            CRITERION, Verdict.PASS, Reason("g4.engine_clock_absent"),
             "the engines export no TTFT histogram: the soak's own clock alone, on the "
             "gate's machine (load.placement: local)")
     compared = 0
@@ -102,8 +92,8 @@ def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJ
         if soak < mean * (1 - MAX_TTFT_BELOW):
             first, last = group[0].index + 1, group[-1].index + 1
             where = str(first) if first == last else f"{first}-{last}"
-            return ClockJudgement(
-                Verdict.INCONCLUSIVE, Reason("g4.engine_clock_ttft", {
+            return Judgement(
+                CRITERION, Verdict.INCONCLUSIVE, Reason("g4.engine_clock_ttft", {
                     "window": where, "soak": _ms(soak), "engine": _ms(mean),
                     "max": f"{MAX_TTFT_BELOW:.0%}"}),
                 f"window {where}: the soak's mean TTFT {_ms(soak)} ms is below "
@@ -111,8 +101,8 @@ def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJ
                 "client cannot see a first token before the engine sends it",
                 group[0].index)
     if compared < MIN_COMPARED * (len(windows) - 1) or not compared:
-        return ClockJudgement(
-            Verdict.INCONCLUSIVE, Reason("g4.engine_clock_unsampled", {
+        return Judgement(
+            CRITERION, Verdict.INCONCLUSIVE, Reason("g4.engine_clock_unsampled", {
                 "n": compared, "of": len(windows)}),
             f"the engines' own clock compared in {compared} of {len(windows)} windows "
             f"(< {MIN_COMPARED:.0%}): the gate could not read their /metrics around the rest")
@@ -120,14 +110,14 @@ def engine_clock(windows: Sequence[Window], *, client_placement: bool) -> ClockJ
     low = completed * (1 - MAX_COUNT_DISAGREEMENT) - slack
     high = ended * (1 + MAX_COUNT_DISAGREEMENT) + slack
     if ended and not low <= seen <= high:
-        return ClockJudgement(
-            Verdict.INCONCLUSIVE, Reason("g4.engine_clock_requests", {
+        return Judgement(
+            CRITERION, Verdict.INCONCLUSIVE, Reason("g4.engine_clock_requests", {
                 "seen": f"{seen:.0f}", "completed": f"{completed:.0f}",
                 "ended": f"{ended:.0f}"}),
             f"the engines counted {seen:.0f} requests ended, the soak {completed:.0f} "
             f"completed of {ended:.0f} ended: its load did not go (only) to the engines "
             "the gate reads")
-    return ClockJudgement(
-        Verdict.PASS, Reason("g4.engine_clock_ok", {"n": compared, "of": len(windows)}),
+    return Judgement(
+        CRITERION, Verdict.PASS, Reason("g4.engine_clock_ok", {"n": compared, "of": len(windows)}),
         f"the engines' own clock agrees with the soak in {compared} of {len(windows)} "
         "windows (TTFT, requests)")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.g4 import clock_check
+from harness.g4.judgement import Judgement
 from harness.g4.trend import Drift, drift
 from harness.loadgen.soak_windows import Evidence, Window
 from harness.reasons import Reason
@@ -40,19 +41,6 @@ class Criteria:
     baseline_h: float = 1.0  # the first hour: the level drifts are shares of
     confidence: float = 0.95
     duration_h: float = 72.0  # the soak's: drifts are per 24 h, or per its length if shorter
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """`window`: the index (from 0) of the first window that missed; its words count
-    windows from 1, as the progress line and the report do."""
-
-    criterion: str  # one of CRITERIA (hardware: harness/g4/hardware.py)
-    verdict: Verdict
-    reason: Reason
-    text: str  # the same in English
-    window: int | None = None  # the first window that missed, where one did
-    signoff: bool = False  # an INCONCLUSIVE a reviewer's sign-off may accept
 
 
 # A drift criterion's words (reason.criterion.* in the catalogues say the same).
@@ -290,9 +278,7 @@ def _not_engaged(w: Window, c: Criteria, kv_bytes_per_token: float, level_hits: 
 
 
 def engine_clock(windows: Sequence[Window], client_placement: bool) -> Judgement:
-    found = clock_check.engine_clock(windows, client_placement=client_placement)
-    return Judgement("engine_clock", found.verdict, found.reason, found.text, found.window,
-                     found.signoff)
+    return clock_check.engine_clock(windows, client_placement=client_placement)
 
 
 def judge(windows: Sequence[Window], c: Criteria, kv_bytes_per_token: float,

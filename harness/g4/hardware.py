@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import ParseError
-from harness.g4.criteria import Judgement
+from harness.g4.judgement import Judgement
 from harness.probes.kernel_log import parse_journal_kernel
 from harness.probes.nvidia_smi import parse_nvidia_smi_xml
 from harness.probes.nvme import parse_smart_log

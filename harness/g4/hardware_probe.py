@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import GateError, ParseError
-from harness.g4.criteria import Judgement
 from harness.g4.hardware import (
     JUDGED,
     PREFIX,
@@ -21,6 +20,7 @@ from harness.g4.hardware import (
     read_gpu,
     read_nvme,
 )
+from harness.g4.judgement import Judgement
 from harness.g4.said import SaidOnce
 from harness.probes.nvme import parse_nvme_list
 from harness.store.db import Store

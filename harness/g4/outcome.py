@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import GateError, MeasurementError
-from harness.g4.criteria import DRIFT_WORDS, Criteria, Judgement, horizon_words
+from harness.g4.criteria import DRIFT_WORDS, Criteria, horizon_words
+from harness.g4.judgement import Judgement
 from harness.loadgen.soak_windows import Window
 from harness.reasons import Reason
 from harness.verdict import Verdict

@@ -30,9 +30,10 @@ from harness.errors import (
 )
 from harness.g4 import devices as g4_devices
 from harness.g4 import stored
-from harness.g4.criteria import Criteria, Judgement, judge
+from harness.g4.criteria import Criteria, judge
 from harness.g4.documents import soak_spec
 from harness.g4.hardware_probe import HardwareWatch
+from harness.g4.judgement import Judgement
 from harness.g4.outcome import G4Outcome, window_line
 from harness.g4.placement import Place, Seen, place_for
 from harness.g4.plan import criteria
