@@ -1,9 +1,10 @@
 """What G3 writes to the store and reads back on a resume: one arm's measured phase
-(ArmRep), the phase parameters, the cell's decision row."""
+(ArmRep), the phase parameters, the cell's decision row; whether a pair's engines may be
+compared (pair_identity)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,8 +13,9 @@ from harness.config.models import SiteConfig
 from harness.errors import MeasurementError
 from harness.loadgen.records import RequestRecord
 from harness.serving.cells import ARMS, Cell
+from harness.serving.identity import compare_arms
 from harness.serving.phases import PhaseTokens, finite, json_dict, phase_tokens
-from harness.serving.problems import JSONDict, Problem
+from harness.serving.problems import JSONDict, Problem, ProblemKind
 from harness.stats.model import CellDecision
 from harness.store import Store, writer
 
@@ -94,3 +96,15 @@ def store_cell(store: Store, run_id: int, cfg: SiteConfig, cell: Cell, d: CellDe
                     "evidence": [{arm: p[arm].evidence for arm in ARMS} for p in reps],
                     **({"why": why.as_json()} if why is not None else {})},
     })
+
+
+def pair_identity(pair: Mapping[str, ArmRep], differs_by: Sequence[str]) -> Problem | None:
+    """None when the pair's engines, read after their cold restarts, differ only as
+    `differs_by` (arms.accelerated.differs_by) allows; else why the arms cannot be
+    compared."""
+    problems = pair["baseline"].fact_problems + pair["accelerated"].fact_problems
+    if problems:
+        return Problem(ProblemKind.ENGINES_UNVERIFIED,
+                       f"engines not verified: {'; '.join(problems)}")
+    diff = compare_arms(pair["baseline"].facts, pair["accelerated"].facts, differs_by)
+    return None if diff.equal else Problem(ProblemKind.ENGINES_DIFFER, diff.summary())

@@ -22,7 +22,7 @@ from harness.errors import MeasurementError
 from harness.g3.evidence import crosschecks, scrape_all, summed_evidence
 from harness.g3.plan import pair_order
 from harness.g3.preflight import Preflight, exposes_external, model_card
-from harness.g3.records import ArmRep, completed_reps, store_cell, ttfts
+from harness.g3.records import ArmRep, completed_reps, pair_identity, store_cell, ttfts
 from harness.g3.rules import (
     Card,
     Said,
@@ -44,7 +44,6 @@ from harness.serving.cells import ARMS, Cell, doc_seed, docs_for
 from harness.serving.disks import DiskSource, StorageSampler
 from harness.serving.engines import EngineWatch, Observation
 from harness.serving.gate_run import REMEASURES, GateRun
-from harness.serving.identity import compare_arms
 from harness.serving.phase_checks import (
     ended_in_time,
     load_endpoints,
@@ -299,18 +298,6 @@ class G3Session:
         return len(cells(self.config)) * self.config.gates.g3.repetitions.min * 4
 
     # -- a cell ------------------------------------------------------------------------
-    def _pair_identity(self, pair: dict[str, ArmRep]) -> Problem | None:
-        """None when the pair's engines, read after their cold restarts, differ only as
-        allowed; else why the arms cannot be compared."""
-        problems = pair["baseline"].fact_problems + pair["accelerated"].fact_problems
-        if problems:
-            return Problem(ProblemKind.ENGINES_UNVERIFIED,
-                           f"engines not verified: {'; '.join(problems)}")
-        assert self.config.arms is not None
-        diff = compare_arms(pair["baseline"].facts, pair["accelerated"].facts,
-                            self.config.arms.accelerated.differs_by)
-        return None if diff.equal else Problem(ProblemKind.ENGINES_DIFFER, diff.summary())
-
     def _measure_pair(self, cell: Cell, rep: int) -> dict[str, ArmRep]:
         """Both arms of one repetition, in the pair's ABBA order. A pair whose load client
         or simulated engine was disturbed (a stall of either arm's phase: phase health) is
@@ -362,7 +349,8 @@ class G3Session:
         for rep in range(g3.repetitions.max):
             if rep not in done:
                 done[rep] = self._measure_pair(cell, rep)
-            differ = self._pair_identity(done[rep])
+            assert self.config.arms is not None
+            differ = pair_identity(done[rep], self.config.arms.accelerated.differs_by)
             if differ is not None:
                 if decision is not None:
                     store_cell(self.gate.store, self.gate.run_id, self.config, cell,

@@ -38,14 +38,13 @@ from harness.g4.outcome import G4Outcome, window_line
 from harness.g4.placement import Place, Seen, place_for
 from harness.g4.plan import criteria
 from harness.g4.processes import Instance, ProcessWatch
-from harness.g4.spool import SoakSpec, SoakState, Spool, window_row
+from harness.g4.spool import SoakSpec, SoakState, Spool
 from harness.loadgen.soak_windows import Window
 from harness.progress_log import Step, finished
 from harness.serving.arms import ArmControl, endpoints
 from harness.serving.disks import DiskSource
 from harness.serving.engines import EngineWatch
 from harness.serving.gate_run import GateRun
-from harness.store import windows as store_windows
 from harness.verdict import Verdict
 
 ARM = "accelerated"
@@ -183,7 +182,7 @@ class G4Session:
         """Ask the soak to stop and wait for it (killed after STOP_WAIT_S)."""
         if not self.resumable():
             return
-        seen = self.place().see(self._last_stored())
+        seen = self.place().see(stored.last_window(self.gate.store, self.gate.run_id))
         if seen.state is not None and (seen.state.ended or not seen.alive):
             return
         self.place().stop(why, STOP_WAIT_S)
@@ -226,7 +225,7 @@ class G4Session:
             raise InfrastructureError("the soak's spool has no state: it never ran",
                                       stage="g4 soak", hint=f"see {self.spool.root}")
         self._state = state
-        self._store(seen.windows)
+        stored.window_files(self.gate.store, self.gate.run_id, seen.windows)
         if not state.ended and not seen.alive:
             raise InfrastructureError(
                 f"the soak's process {state.pid} is gone without a word after "
@@ -263,7 +262,7 @@ class G4Session:
             if state is None:
                 raise InfrastructureError("the soak's state vanished", stage="g4 soak")
             self._state = state
-            new = self._store(seen.windows)
+            new = stored.window_files(self.gate.store, self.gate.run_id, seen.windows)
             # after the pull: a window's file is written after its edge, so this sample
             # covers the end of every window just stored
             if new or state.ended or time.monotonic() - sampled >= every:
@@ -313,9 +312,9 @@ class G4Session:
         """The soak as the place finds it now, after the last window stored. A process
         found gone while its state says it runs is looked at once more: it may have
         written its last state and ended between the two reads of one look."""
-        seen = place.see(self._last_stored())
+        seen = place.see(stored.last_window(self.gate.store, self.gate.run_id))
         if seen.state is not None and not seen.state.ended and not seen.alive:
-            again = place.see(self._last_stored())
+            again = place.see(stored.last_window(self.gate.store, self.gate.run_id))
             seen = Seen(again.state, again.alive, [*seen.windows, *again.windows],
                         again.more)
         return seen
@@ -336,18 +335,6 @@ class G4Session:
             self.stop_asked = miss.text
             self.event(source="harness", name="G4 soak stopped early", host=None,
                        status="changed", message=miss.text)
-
-    def _last_stored(self) -> int:
-        last = store_windows.last_index(self.gate.store, self.gate.run_id)
-        return -1 if last is None else last
-
-    def _store(self, docs: Sequence[dict[str, Any]]) -> int:
-        """Store window files the soak wrote (by run and index: a window pulled twice,
-        or by two looks, is stored once)."""
-        rows = [window_row(doc) for doc in docs]
-        if rows:
-            store_windows.upsert_windows(self.gate.store, self.gate.run_id, rows)
-        return len(rows)
 
     # --- the devices --------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""A soak's stored windows as G4 judges them: each window as the soak summarised it, with
-the evidence the gate measured itself attributed to it (the devices' reads, interpolated
-between the gate's samples, and the engine processes it saw change: harness/g4/devices.py,
+"""A soak's window files into the store (window_files, by run and index), and the stored
+windows as G4 judges them: each window as the soak summarised it, with the evidence the
+gate measured itself attributed to it (the devices' reads, interpolated between the
+gate's samples, and the engine processes it saw change: harness/g4/devices.py,
 processes.py), on the gate's clock from the soak's start (`started_at`, already moved
 onto this machine's clock for a soak on the client host: harness/remote/soak_client.py).
 """
@@ -16,6 +17,7 @@ from harness.g4 import devices as g4_devices
 from harness.g4 import engine_clock
 from harness.g4.processes import METRIC as ENGINE_CHANGES
 from harness.g4.processes import changes_per_window
+from harness.g4.spool import window_row
 from harness.loadgen.soak_windows import ClientClock, EngineClock, Evidence, Window
 from harness.probes.prometheus import MetricsSnapshot, scrape
 from harness.serving.disks import DiskSource
@@ -128,3 +130,18 @@ def sample_devices(store: Store, run: int, storage: Sequence[DiskSource],
 def _scrape(url: str) -> MetricsSnapshot:
     # short: the viewer samples at every window edge and must not stall behind an engine
     return scrape(url, timeout=ENGINE_SCRAPE_TIMEOUT_S)
+
+
+def window_files(store: Store, run_id: int, docs: Sequence[dict[str, Any]]) -> int:
+    """Store window files the soak wrote (by run and index: a window pulled twice, or by
+    two looks, is stored once); how many were given."""
+    rows = [window_row(doc) for doc in docs]
+    if rows:
+        store_windows.upsert_windows(store, run_id, rows)
+    return len(rows)
+
+
+def last_window(store: Store, run_id: int) -> int:
+    """The index of the last window stored, -1 before the first."""
+    last = store_windows.last_index(store, run_id)
+    return -1 if last is None else last

@@ -11,7 +11,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
-from harness.probes.process_code import CodeQuery
+from harness.probes.code_script import CodeQuery
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

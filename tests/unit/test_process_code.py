@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ParseError
+from harness.probes.code_script import CODE_SCRIPT, CodeQuery
 from harness.probes.process_args import (
     code_query,
     hub_dirs,
@@ -18,7 +19,7 @@ from harness.probes.process_args import (
     packages,
     python_main,
 )
-from harness.probes.process_code import CODE_SCRIPT, CodeQuery, parse_code_report
+from harness.probes.process_code import parse_code_report
 from harness.serving.identity import compare_arms
 from harness.serving.running import libs_detail, running_facts
 
